@@ -1,0 +1,89 @@
+"""One Settings object, read from ``INTERVIEWER_*`` environment variables and the standard OpenAI ones.
+
+CLI flags override the environment by passing keyword arguments to :func:`load_settings`.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+import platformdirs
+from pydantic import AliasChoices, Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from interviewer.errors import ConfigError
+
+EmbeddedChoice = Literal["qwen2.5-coder-1.5b", "smollm2-135m"]
+
+
+def _default_content_dir() -> Path:
+    """The repo's content in a checkout or editable install; the packaged copy in a wheel."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here.parent, here / "_content"):
+        if (candidate / "rubrics").is_dir():
+            return candidate
+    return here.parent
+
+
+class Settings(BaseSettings):
+    """Everything configurable. Constructing it does no I/O beyond reading the environment."""
+
+    model_config = SettingsConfigDict(env_prefix="INTERVIEWER_", extra="ignore")
+
+    base_url: str | None = Field(
+        default=None, validation_alias=AliasChoices("INTERVIEWER_BASE_URL", "OPENAI_BASE_URL")
+    )
+    api_key: str | None = Field(
+        default=None, validation_alias=AliasChoices("INTERVIEWER_API_KEY", "OPENAI_API_KEY")
+    )
+    model: str | None = None  # None: the server's first model from /v1/models
+    temperature: float = Field(default=0.3, ge=0.0, le=2.0)
+    max_tokens: int = Field(default=160, gt=0)
+    timeout: float = Field(default=60.0, gt=0)  # seconds for one whole reply
+    connect_timeout: float = Field(default=5.0, gt=0)
+    embedded_model: EmbeddedChoice = "qwen2.5-coder-1.5b"
+    embedded_threads: int = Field(default_factory=lambda: max(1, min(os.cpu_count() or 2, 8)))
+    embedded_ctx: int = Field(default=4096, gt=0)
+    data_dir: Path = Field(default_factory=lambda: Path(platformdirs.user_data_dir("interviewer")))
+    content_dir: Path = Field(default_factory=_default_content_dir)
+    chroma_url: str | None = None  # e.g. http://chroma:8000 for a shared Chroma server
+    answer_seconds: int | None = Field(default=None, gt=0)  # optional per-answer timer
+    max_answer_chars: int = Field(default=20_000, gt=0)
+    host: str = "127.0.0.1"
+    port: int = Field(default=7860, ge=0, le=65535)
+    # Speech (issue 6): a separate OpenAI-compatible audio server, when set.
+    audio_base_url: str | None = None
+    audio_api_key: str | None = None
+
+    @field_validator("base_url", "chroma_url", "audio_base_url")
+    @classmethod
+    def _url(cls, v: str | None) -> str | None:
+        if v is None or v.strip() == "":
+            return None
+        v = v.strip().rstrip("/")
+        if not v.startswith(("http://", "https://")):
+            raise ValueError(f"'{v}' is not an http(s) URL, e.g. http://127.0.0.1:8000/v1")
+        return v
+
+    @property
+    def db_path(self) -> Path:
+        return self.data_dir / "sessions.sqlite3"
+
+    @property
+    def chroma_dir(self) -> Path:
+        return self.data_dir / "chroma"
+
+    @property
+    def uses_embedded_model(self) -> bool:
+        return self.base_url is None
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Settings from the environment, with non-None ``overrides`` (CLI flags) on top."""
+    given = {k: v for k, v in overrides.items() if v is not None}
+    try:
+        return Settings(**given)
+    except ValueError as e:
+        raise ConfigError(f"invalid setting: {e}") from e

@@ -1,0 +1,25 @@
+"""Authored content: typed models and the loader that validates rubric files."""
+
+from interviewer.content.loader import Bank, load_bank, load_question
+from interviewer.content.models import (
+    Criterion,
+    FactCheck,
+    NumericCheck,
+    Question,
+    Round,
+    Scenario,
+    WhyStep,
+)
+
+__all__ = [
+    "Bank",
+    "Criterion",
+    "FactCheck",
+    "NumericCheck",
+    "Question",
+    "Round",
+    "Scenario",
+    "WhyStep",
+    "load_bank",
+    "load_question",
+]

@@ -1,0 +1,143 @@
+"""Typed content: rounds, questions, rubrics, why-chains and checks.
+
+Every rubric YAML under ``rubrics/<round>/`` validates into a :class:`Question`. The models are strict
+(unknown keys are errors) so that a typo in a rubric is caught when it loads, not when a candidate meets it.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+
+class Round(StrEnum):
+    """The rounds of the loop; the value is the folder name under ``rubrics/`` and ``knowledge/``."""
+
+    RECRUITER = "recruiter-screen"
+    PHONE = "phone-screen"
+    ML_CODING = "ml-coding"
+    INFERENCE = "inference-deep-dive"
+    CPP = "cpp-systems"
+    DESIGN = "system-design"
+    BEHAVIORAL = "behavioral"
+    CASE = "inference-case"
+    DEEP_DIVE = "resume-deep-dive"
+
+    @property
+    def title(self) -> str:
+        return ROUND_TITLES[self]
+
+
+ROUND_TITLES: dict[Round, str] = {
+    Round.RECRUITER: "Recruiter screen",
+    Round.PHONE: "Technical phone screen",
+    Round.ML_CODING: "ML coding",
+    Round.INFERENCE: "Inference and performance deep dive",
+    Round.CPP: "C++ and systems",
+    Round.DESIGN: "ML system design",
+    Round.BEHAVIORAL: "Behavioral and closing",
+    Round.CASE: "Inference-optimization case",
+    Round.DEEP_DIVE: "Resume deep dive",
+}
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+NonEmpty = Annotated[str, Field(min_length=1)]
+
+
+class Criterion(_Strict):
+    """One scored dimension with anchored levels; 0, 2 and 4 are required, 1 and 3 optional."""
+
+    name: NonEmpty
+    weight: float = Field(default=1.0, gt=0)
+    levels: dict[int, NonEmpty]
+
+    @field_validator("levels")
+    @classmethod
+    def _anchors(cls, levels: dict[int, str]) -> dict[int, str]:
+        missing = {0, 2, 4} - set(levels)
+        if missing:
+            raise ValueError(f"levels needs anchors for 0, 2 and 4; missing {sorted(missing)}")
+        bad = set(levels) - {0, 1, 2, 3, 4}
+        if bad:
+            raise ValueError(f"levels must be between 0 and 4; got {sorted(bad)}")
+        return levels
+
+
+class WhyStep(_Strict):
+    """One level of the why-chain: level 1 probes the assumption, level 2 what breaks without it."""
+
+    level: Literal[1, 2]
+    target: NonEmpty
+    key_points: list[NonEmpty] = Field(min_length=1)
+    fallback: NonEmpty
+
+    @field_validator("fallback")
+    @classmethod
+    def _is_question(cls, text: str) -> str:
+        if "?" not in text:
+            raise ValueError("fallback must be a question (contain '?')")
+        return text
+
+
+class NumericCheck(_Strict):
+    """A number the answer should state: ``value`` within an absolute ``tolerance``."""
+
+    name: NonEmpty
+    ask: NonEmpty
+    value: float
+    tolerance: float = Field(default=0.0, ge=0)
+    unit: str | None = None
+    also_accept: list[float] = Field(default_factory=list)
+
+
+class FactCheck(_Strict):
+    """A fact the answer should contain: at least one of the phrases (case-insensitive)."""
+
+    name: NonEmpty
+    any_of: list[NonEmpty] = Field(min_length=1)
+
+
+class Scenario(_Strict):
+    """Authored facts for clarifying questions (requirements, constraints) and what is the candidate's call."""
+
+    facts: dict[str, str] = Field(default_factory=dict)
+    candidate_call: list[str] = Field(default_factory=list)
+
+
+class Question(_Strict):
+    """One question with its rubric."""
+
+    id: NonEmpty
+    round: Round
+    topic: NonEmpty
+    track: str | None = None  # e.g. the phone screen's shape: theory, applied, hardware, coding
+    difficulty: int = Field(ge=1, le=3)
+    question: NonEmpty
+    variants: list[str] = Field(default_factory=list)
+    key_points: list[NonEmpty] = Field(min_length=2)
+    criteria: list[Criterion] = Field(min_length=1)
+    why_chain: list[WhyStep] = Field(min_length=2, max_length=2)
+    numeric_checks: list[NumericCheck] = Field(default_factory=list)
+    fact_checks: list[FactCheck] = Field(default_factory=list)
+    model_answer: NonEmpty
+    common_mistakes: list[NonEmpty] = Field(default_factory=list)
+    knowledge: list[NonEmpty] = Field(min_length=1)
+    seed_topics: list[NonEmpty] = Field(default_factory=list)
+    scenario: Scenario | None = None
+    coding_task: str | None = None  # id of a task under rubrics/coding/ checked by the sandbox
+
+    @model_validator(mode="after")
+    def _chain_order(self) -> Question:
+        if [s.level for s in self.why_chain] != [1, 2]:
+            raise ValueError("why_chain must list level 1 then level 2")
+        return self
+
+    def why(self, level: int) -> WhyStep:
+        """The authored why-step for ``level`` (1 or 2)."""
+        return self.why_chain[level - 1]
