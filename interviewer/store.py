@@ -154,7 +154,9 @@ class SessionStore:
             .fetchone()
         )
         if row is None or (owner is not None and row[1] != owner):
-            raise SessionNotFound(f"no session '{session_id}' for this user; list yours with `interviewer sessions`")
+            raise SessionNotFound(
+                f"no session '{session_id}' for this user; list yours with `interviewer sessions`"
+            )
         return SessionRow(row[0], row[1], row[2], row[3], row[4], row[5], json.loads(row[6]))
 
     def list(self, owner: str | None = None, limit: int = 100) -> list[SessionRow]:

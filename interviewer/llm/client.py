@@ -1,0 +1,129 @@
+"""The one model seam: the only module that imports the OpenAI client or LangChain's ChatOpenAI.
+
+Everything else receives a :class:`ChatPort` (a LangChain chat model plus a name) and never sees the client.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import httpx
+import openai
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage
+from langchain_openai import ChatOpenAI
+
+from interviewer.config import Settings
+from interviewer.errors import ModelError, ModelTimeout, ModelUnavailable
+
+# A placeholder key: local servers ignore it, and the OpenAI client refuses to start without one.
+_NO_KEY = "not-needed"
+
+
+def _translate(err: Exception, base_url: str) -> ModelError:
+    """Turn a client exception into an error that says what to do next."""
+    if isinstance(err, ModelError):
+        return err
+    if isinstance(err, openai.APITimeoutError | httpx.TimeoutException):
+        return ModelTimeout(
+            f"the model at {base_url} did not answer in time; it may be overloaded. "
+            "Try again, raise INTERVIEWER_TIMEOUT, or pick a smaller model"
+        )
+    if isinstance(err, openai.APIConnectionError | httpx.ConnectError):
+        return ModelUnavailable(
+            f"no model server answers at {base_url}: start one there, fix INTERVIEWER_BASE_URL, "
+            "or unset it to use the embedded model"
+        )
+    if isinstance(err, openai.AuthenticationError):
+        return ModelError(f"the model server at {base_url} refused the API key; set INTERVIEWER_API_KEY")
+    if isinstance(err, openai.NotFoundError):
+        return ModelError(
+            f"the model server at {base_url} does not know that model or path; "
+            "check INTERVIEWER_MODEL against its /v1/models and that the URL ends in /v1"
+        )
+    if isinstance(err, openai.APIStatusError):
+        return ModelError(
+            f"the model server at {base_url} answered with HTTP {err.status_code}: {err.message}"
+        )
+    return ModelError(f"the model at {base_url} failed: {type(err).__name__}: {err}")
+
+
+@dataclass
+class ChatPort:
+    """A chat model with a display name; ``stream`` yields text and raises only :class:`ModelError`."""
+
+    model: BaseChatModel
+    name: str
+    base_url: str = "(in-process)"
+
+    def stream(self, messages: Sequence[BaseMessage]) -> Iterator[str]:
+        try:
+            for chunk in self.model.stream(list(messages)):
+                text = chunk.content if isinstance(chunk.content, str) else ""
+                if text:
+                    yield text
+        except Exception as e:  # the client's whole error zoo becomes one clear ModelError
+            raise _translate(e, self.base_url) from e
+
+    def complete(self, messages: Sequence[BaseMessage]) -> str:
+        return "".join(self.stream(messages))
+
+
+def build_chat_model(
+    settings: Settings, *, base_url: str, model: str, temperature: float | None = None, **kwargs: object
+) -> BaseChatModel:
+    """A LangChain ChatOpenAI against any OpenAI-compatible server (vLLM, NIM, Ollama, llama.cpp, OpenAI)."""
+    return ChatOpenAI(
+        base_url=base_url,
+        api_key=settings.api_key or _NO_KEY,  # type: ignore[arg-type]
+        model=model,
+        temperature=settings.temperature if temperature is None else temperature,
+        max_tokens=settings.max_tokens,  # type: ignore[call-arg]
+        timeout=httpx.Timeout(settings.timeout, connect=settings.connect_timeout),
+        max_retries=1,
+        streaming=True,
+        **kwargs,  # type: ignore[arg-type]
+    )
+
+
+def build_port(settings: Settings, *, base_url: str, model: str, display_name: str | None = None) -> ChatPort:
+    return ChatPort(
+        model=build_chat_model(settings, base_url=base_url, model=model),
+        name=display_name or f"{model} @ {base_url}",
+        base_url=base_url,
+    )
+
+
+@dataclass(frozen=True)
+class ConnectionReport:
+    ok: bool
+    message: str
+    models: tuple[str, ...] = ()
+
+
+def list_models(base_url: str, api_key: str | None, timeout: float = 5.0) -> list[str]:
+    """The ids a server lists at ``/v1/models``.
+
+    Raises:
+        ModelError: when the server is unreachable or answers with an error.
+    """
+    client = openai.OpenAI(base_url=base_url, api_key=api_key or _NO_KEY, timeout=timeout, max_retries=0)
+    try:
+        return [m.id for m in client.models.list()]
+    except Exception as e:
+        raise _translate(e, base_url) from e
+
+
+def test_connection(base_url: str, api_key: str | None, timeout: float = 5.0) -> ConnectionReport:
+    """An explicit health check for the settings panel: lists the server's models."""
+    try:
+        models = list_models(base_url, api_key, timeout)
+    except ModelError as e:
+        return ConnectionReport(False, str(e))
+    if not models:
+        return ConnectionReport(False, f"{base_url} answers but lists no models; load one on the server")
+    return ConnectionReport(True, f"connected to {base_url}: {len(models)} model(s)", tuple(models))
+
+
+test_connection.__test__ = False  # type: ignore[attr-defined]  # not a pytest test

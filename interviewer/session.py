@@ -1,0 +1,639 @@
+"""The interview engine: a state machine over ports (model, retriever, scorer, store, clock). No UI inside.
+
+Flow per question: ask (authored wording) -> answer -> why level 1 -> answer -> why level 2 -> answer -> score.
+The model only phrases the why-follow-ups, grounded in the rubric's why-chain; when its follow-up is empty, not
+a question, off target or the server fails, the engine asks the authored fallback instead, so a weak or absent
+model degrades the style of the interview, never the interview itself.
+
+State is never held only in memory: every step is an event in the :class:`~interviewer.store.SessionStore`,
+and :meth:`Interview.resume` rebuilds the state by replaying them.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+
+from interviewer import prompts
+from interviewer.content import Bank, Question, Round
+from interviewer.errors import InputError, InterviewerError, SessionNotFound
+from interviewer.scoring.models import QuestionScore
+from interviewer.store import SessionStore
+
+# -- ports ----------------------------------------------------------------------------------------
+
+
+class ChatModel(Protocol):
+    """What the engine needs from a model: a name and streamed text (errors are ModelError)."""
+
+    name: str
+
+    def stream(self, messages: Sequence[BaseMessage]) -> Iterator[str]: ...
+
+
+class PassageLike(Protocol):
+    text: str
+    source: str
+
+
+class Retriever(Protocol):
+    def retrieve(
+        self, query: str, *, round: str | None = None, topic: str | None = None, k: int = 4
+    ) -> Sequence[PassageLike]: ...
+
+
+class Scorer(Protocol):
+    def score(
+        self, question: Question, answers: list[str], code_verdict_passed: bool | None = None
+    ) -> QuestionScore: ...
+
+
+@dataclass
+class Ports:
+    """Everything the engine talks to. Only ``bank`` and ``store`` are required."""
+
+    bank: Bank
+    store: SessionStore
+    model: ChatModel | None = None
+    retriever: Retriever | None = None
+    scorer: Scorer | None = None
+    clock: Callable[[], float] = time.time
+    answer_seconds: int | None = None  # optional per-answer timer
+    max_answer_chars: int = 20_000
+    owner: str = "local"
+
+
+# -- plan -----------------------------------------------------------------------------------------
+
+DEFAULT_PER_ROUND = 3
+
+
+def plan_questions(
+    bank: Bank,
+    rounds: Sequence[Round | str],
+    per_round: int = DEFAULT_PER_ROUND,
+    seed: int | None = None,
+    prefer: Sequence[str] = (),
+) -> list[str]:
+    """Pick ``per_round`` questions per round, easy to hard; ids in ``prefer`` (weak topics) go first."""
+    rng = random.Random(seed)
+    plan: list[str] = []
+    for r in rounds:
+        pool = bank.by_round(r)
+        if not pool:
+            raise InputError(f"the round '{r}' has no questions in {bank.root / 'rubrics'}")
+        preferred = [q for q in pool if q.id in prefer]
+        rest = [q for q in pool if q.id not in prefer]
+        rng.shuffle(rest)
+        chosen = (preferred + rest)[: max(1, per_round)]
+        plan.extend(q.id for q in sorted(chosen, key=lambda q: q.difficulty))
+    return plan
+
+
+# -- follow-up validation -------------------------------------------------------------------------
+
+_STOP = set(
+    [
+        "a",
+        "an",
+        "the",
+        "and",
+        "or",
+        "but",
+        "if",
+        "then",
+        "than",
+        "that",
+        "this",
+        "these",
+        "those",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "being",
+        "do",
+        "does",
+        "did",
+        "of",
+        "to",
+        "in",
+        "on",
+        "at",
+        "by",
+        "for",
+        "with",
+        "about",
+        "into",
+        "from",
+        "as",
+        "it",
+        "its",
+        "it's",
+        "you",
+        "your",
+        "yours",
+        "we",
+        "our",
+        "they",
+        "their",
+        "them",
+        "he",
+        "she",
+        "what",
+        "which",
+        "who",
+        "whom",
+        "why",
+        "how",
+        "when",
+        "where",
+        "would",
+        "could",
+        "should",
+        "can",
+        "will",
+        "may",
+        "might",
+        "must",
+        "shall",
+        "not",
+        "no",
+        "yes",
+        "so",
+        "such",
+        "very",
+        "just",
+        "also",
+        "more",
+        "most",
+        "less",
+        "least",
+        "any",
+        "some",
+        "each",
+        "every",
+        "other",
+        "there",
+        "here",
+        "have",
+        "has",
+        "had",
+        "i",
+        "me",
+        "my",
+        "mine",
+        "one",
+        "two",
+        "question",
+        "answer",
+        "said",
+        "say",
+        "tell",
+        "explain",
+    ]
+)
+_WORD = re.compile(r"[a-z0-9][a-z0-9+\-_.]*")
+
+
+def _content_words(text: str) -> set[str]:
+    words = {w.strip(".-_") for w in _WORD.findall(text.lower())}
+    return {w[:6] for w in words if len(w) > 2 and w not in _STOP}  # 6-char prefix: a cheap stem
+
+
+MAX_FOLLOWUP_CHARS = 320
+
+
+def clean_followup(raw: str) -> str:
+    """The first question in the model's reply, without quotes, labels or trailing chatter."""
+    text = raw.strip().strip('"').strip()
+    text = re.sub(r"^(follow[- ]?up( question)?|interviewer|question)\s*[:\-]\s*", "", text, flags=re.I)
+    q = text.find("?")
+    if q >= 0:
+        text = text[: q + 1]
+    return " ".join(text.split())
+
+
+def followup_problem(text: str, target_text: str, answer: str, asked: Sequence[str]) -> str | None:
+    """Why a model follow-up is unusable, or None when it is fine."""
+    if not text:
+        return "empty"
+    if "?" not in text:
+        return "not a question"
+    if len(text) > MAX_FOLLOWUP_CHARS:
+        return "too long"
+    if "<" in text and ">" in text:
+        return "echoes markup"
+    words = _content_words(text)
+    if not words & (_content_words(target_text) | _content_words(answer)):
+        return "off target"
+    for prev in asked:
+        pw = _content_words(prev)
+        if pw and len(words & pw) / max(1, len(words | pw)) > 0.8:
+            return "repeats an earlier question"
+    return None
+
+
+# -- state ----------------------------------------------------------------------------------------
+
+Role = Literal["interviewer", "candidate"]
+
+
+@dataclass
+class Turn:
+    role: Role
+    text: str
+    qid: str
+    level: int
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class State:
+    plan: list[str]
+    rounds: list[str]
+    idx: int = 0
+    level: int = 0
+    awaiting: Literal["interviewer", "candidate", "done"] = "interviewer"
+    asked_at: float | None = None
+    turns: list[Turn] = field(default_factory=list)
+    answers: dict[str, list[str]] = field(default_factory=dict)
+    scores: dict[str, QuestionScore] = field(default_factory=dict)
+    code_runs: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    end_reason: str | None = None
+
+    @property
+    def qid(self) -> str | None:
+        return self.plan[self.idx] if self.idx < len(self.plan) else None
+
+
+def replay(plan: dict[str, Any], events: Sequence[Any]) -> State:
+    """Rebuild the state from the event log (pure: no I/O)."""
+    st = State(plan=list(plan["questions"]), rounds=list(plan["rounds"]))
+    for ev in events:
+        p = ev.payload
+        if ev.kind == "asked":
+            st.turns.append(Turn("interviewer", p["text"], p["qid"], p["level"], p))
+            st.level, st.awaiting, st.asked_at = p["level"], "candidate", ev.ts
+        elif ev.kind == "answered":
+            st.turns.append(Turn("candidate", p["text"], p["qid"], p["level"], p))
+            st.answers.setdefault(p["qid"], []).append(p["text"])
+            st.awaiting = "interviewer"
+            if p["level"] < 2:
+                st.level = p["level"] + 1
+            else:
+                st.idx, st.level = st.plan.index(p["qid"]) + 1, 0
+        elif ev.kind == "skipped":
+            st.idx, st.level, st.awaiting = st.plan.index(p["qid"]) + 1, 0, "interviewer"
+        elif ev.kind == "scored":
+            st.scores[p["qid"]] = QuestionScore.model_validate(p["score"])
+        elif ev.kind == "code_run":
+            st.code_runs.setdefault(p["qid"], []).append(p["verdict"])
+        elif ev.kind == "clarified":
+            st.turns.append(Turn("candidate", p["question"], p["qid"], st.level, {"clarify": True}))
+            st.turns.append(Turn("interviewer", p["reply"], p["qid"], st.level, {"clarify": True}))
+        elif ev.kind == "ended":
+            st.awaiting, st.end_reason = "done", p["reason"]
+    return st
+
+
+# -- the interview --------------------------------------------------------------------------------
+
+
+class Interview:
+    """One candidate's interview over one or more rounds."""
+
+    def __init__(self, ports: Ports, session_id: str, state: State) -> None:
+        self.ports = ports
+        self.session_id = session_id
+        self.state = state
+        self.notice: str | None = None  # the last fault the candidate should know about
+
+    # construction --------------------------------------------------------------------------------
+    @classmethod
+    def start(
+        cls,
+        ports: Ports,
+        rounds: Sequence[Round | str],
+        *,
+        per_round: int = DEFAULT_PER_ROUND,
+        seed: int | None = None,
+        question_ids: Sequence[str] | None = None,
+        title: str | None = None,
+        extra_plan: dict[str, Any] | None = None,
+    ) -> Interview:
+        """Plan the questions and open a new session in the store."""
+        round_ids = [Round(r).value for r in rounds]
+        if not round_ids:
+            raise InputError("pick at least one round")
+        qids = list(question_ids) if question_ids else plan_questions(ports.bank, round_ids, per_round, seed)
+        for q in qids:
+            ports.bank.get(q)  # fail now on an unknown id, not mid-interview
+        plan = {"rounds": round_ids, "questions": qids, **(extra_plan or {})}
+        if title is None:
+            title = " + ".join(Round(r).title for r in round_ids)
+        sid = ports.store.create(ports.owner, title, plan)
+        ports.store.append(sid, "planned", plan, ts=ports.clock())
+        return cls(ports, sid, State(plan=qids, rounds=round_ids))
+
+    @classmethod
+    def resume(cls, ports: Ports, session_id: str) -> Interview:
+        """Rebuild an interview from its events; it continues at the last completed turn."""
+        row = ports.store.get(session_id, owner=ports.owner)
+        state = replay(row.plan, ports.store.events(session_id))
+        for qid in state.plan:
+            if qid not in ports.bank.questions:
+                raise SessionNotFound(
+                    f"session '{session_id}' asks question '{qid}', which is no longer in the bank"
+                )
+        it = cls(ports, session_id, state)
+        it._score_pending()
+        return it
+
+    # read-only views -------------------------------------------------------------------------------
+    @property
+    def finished(self) -> bool:
+        return self.state.awaiting == "done"
+
+    @property
+    def question(self) -> Question | None:
+        qid = self.state.qid
+        return self.ports.bank.get(qid) if qid else None
+
+    @property
+    def level(self) -> int:
+        return self.state.level
+
+    @property
+    def awaiting(self) -> str:
+        return self.state.awaiting
+
+    @property
+    def model_name(self) -> str:
+        return self.ports.model.name if self.ports.model else "none (authored follow-ups only)"
+
+    @property
+    def progress(self) -> tuple[int, int]:
+        return min(self.state.idx + 1, len(self.state.plan)), len(self.state.plan)
+
+    def time_left(self) -> float | None:
+        """Seconds left on the per-answer timer, or None when there is no timer or no open question."""
+        if (
+            self.ports.answer_seconds is None
+            or self.state.awaiting != "candidate"
+            or self.state.asked_at is None
+        ):
+            return None
+        return self.ports.answer_seconds - (self.ports.clock() - self.state.asked_at)
+
+    def messages(self) -> list[dict[str, str]]:
+        """The transcript as chat messages (role: user/assistant)."""
+        return [
+            {"role": "assistant" if t.role == "interviewer" else "user", "content": t.text}
+            for t in self.state.turns
+        ]
+
+    @property
+    def scores(self) -> dict[str, QuestionScore]:
+        return dict(self.state.scores)
+
+    # the interviewer's turn ----------------------------------------------------------------------
+    def advance(self) -> Iterator[str]:
+        """Produce the interviewer's next message, yielding the text so far (the last yield is final).
+
+        The message is stored before the generator finishes, so a crash after it loses nothing.
+        """
+        if self.state.awaiting == "done":
+            return
+        if self.state.awaiting != "interviewer":
+            raise InputError("the interviewer is waiting for your answer to the current question")
+        q = self.question
+        if q is None:
+            text = self._closing()
+            self._append("ended", {"reason": "completed"})
+            self.state.awaiting, self.state.end_reason = "done", "completed"
+            self.state.turns.append(Turn("interviewer", text, "", 0, {"closing": True}))
+            yield text
+            return
+        if self.state.level == 0:
+            text = self._opening(q)
+            self._record_asked(q, 0, text, {"source": "authored"})
+            yield text
+            return
+        yield from self._followup(q, self.state.level)
+
+    def _opening(self, q: Question) -> str:
+        idx = self.state.idx
+        prev = self.ports.bank.get(self.state.plan[idx - 1]) if idx > 0 else None
+        n, total = idx + 1, len(self.state.plan)
+        header = ""
+        if prev is None or prev.round != q.round:
+            header = f"**{q.round.title}.** "
+        return f"{header}Question {n} of {total}: {q.question}"
+
+    def _closing(self) -> str:
+        answered = sum(1 for qid in self.state.plan if len(self.state.answers.get(qid, [])) >= 1)
+        return (
+            f"That's the end of this interview: {answered} question(s) answered. "
+            "Open the report for your scores, the evidence behind them and what to study next."
+        )
+
+    def _followup(self, q: Question, level: int) -> Iterator[str]:
+        step = q.why(level)
+        answers = self.state.answers.get(q.id, [])
+        answer = answers[-1] if answers else ""
+        asked = [t.text for t in self.state.turns if t.qid == q.id and t.role == "interviewer"]
+        meta: dict[str, Any] = {"source": "fallback", "target": step.target}
+        text = ""
+        if self.ports.model is not None:
+            messages = self.followup_messages(q, level)
+            started = time.perf_counter()
+            buf = ""
+            try:
+                for chunk in self.ports.model.stream(messages):
+                    if not buf:
+                        meta["first_token_s"] = round(time.perf_counter() - started, 3)
+                    buf += chunk
+                    yield buf
+                    if "?" in buf or len(buf) > MAX_FOLLOWUP_CHARS * 2:
+                        break  # one question is all we want; closing the stream stops generation
+                meta["model"] = self.ports.model.name
+                meta["total_s"] = round(time.perf_counter() - started, 3)
+                text = clean_followup(buf)
+                problem = followup_problem(
+                    text, f"{step.target} {' '.join(step.key_points)} {q.question}", answer, asked
+                )
+                if problem is None:
+                    meta["source"] = "model"
+                else:
+                    meta["fallback_reason"] = problem
+                    meta["rejected"] = text[:MAX_FOLLOWUP_CHARS]
+            except InterviewerError as e:
+                meta["fallback_reason"] = f"model error: {e}"
+                self.notice = f"{e}. The interview goes on with the authored follow-up."
+            except Exception as e:  # a broken adapter must not end the interview either
+                meta["fallback_reason"] = f"model error: {type(e).__name__}: {e}"
+                self.notice = (
+                    "The model failed unexpectedly; the interview goes on with the authored follow-up."
+                )
+        else:
+            meta["fallback_reason"] = "no model configured"
+        if meta["source"] != "model":
+            text = step.fallback
+        self._record_asked(q, level, text, meta)
+        yield text
+
+    def followup_messages(self, q: Question, level: int) -> list[BaseMessage]:
+        """The prompt for a why-follow-up: a stable prefix per question (cache-friendly), then the answers."""
+        step = q.why(level)
+        reference = "(none)"
+        if self.ports.retriever is not None:
+            try:
+                passages = self.ports.retriever.retrieve(q.question, round=q.round.value, topic=q.topic, k=2)
+                reference = "\n\n".join(f"[{p.source}]\n{p.text}" for p in passages) or "(none)"
+            except InterviewerError:
+                reference = "(retrieval unavailable)"
+        system = prompts.render(
+            "system",
+            round_style=prompts.round_style(q.round.value),
+            question=q.question,
+            key_points="\n".join(f"- {k}" for k in q.key_points),
+            why1_target=q.why(1).target,
+            why2_target=q.why(2).target,
+            reference=reference,
+        )
+        turns = [t for t in self.state.turns if t.qid == q.id and not t.meta.get("clarify")]
+        history_lines = [
+            f"{'Interviewer' if t.role == 'interviewer' else 'Candidate'}: {t.text}" for t in turns[:-1]
+        ]
+        answer = turns[-1].text if turns and turns[-1].role == "candidate" else ""
+        human = prompts.render(
+            "followup",
+            answer=answer,
+            history="\n".join(history_lines) or "(nothing yet)",
+            level=str(level),
+            target=step.target,
+        )
+        return [SystemMessage(content=system), HumanMessage(content=human)]
+
+    def _record_asked(self, q: Question, level: int, text: str, meta: dict[str, Any]) -> None:
+        payload = {"qid": q.id, "level": level, "text": text, **meta}
+        ev = self.ports.store.append(self.session_id, "asked", payload, ts=self.ports.clock())
+        self.state.turns.append(Turn("interviewer", text, q.id, level, payload))
+        self.state.level, self.state.awaiting, self.state.asked_at = level, "candidate", ev.ts
+
+    # the candidate's turn --------------------------------------------------------------------------
+    def validate_answer(self, text: str) -> str:
+        """The answer as stored, or InputError with a message for the candidate."""
+        if text is None or not text.strip():
+            raise InputError('the answer is empty: type or say something (even "I don\'t know") to go on')
+        if len(text) > self.ports.max_answer_chars:
+            raise InputError(
+                f"the answer is {len(text):,} characters; the limit is {self.ports.max_answer_chars:,}. "
+                "Trim it to the part you would say out loud"
+            )
+        return text.strip()
+
+    def submit(self, text: str, mode: str = "typed", extra: dict[str, Any] | None = None) -> None:
+        """Store the candidate's answer to the open question (and score the question after its last level)."""
+        if self.state.awaiting != "candidate":
+            raise InputError(
+                "there is no open question to answer"
+                if self.finished
+                else "wait for the interviewer's question"
+            )
+        answer = self.validate_answer(text)
+        q = self.question
+        assert q is not None
+        now = self.ports.clock()
+        elapsed = now - self.state.asked_at if self.state.asked_at is not None else None
+        payload: dict[str, Any] = {"qid": q.id, "level": self.state.level, "text": answer, "mode": mode}
+        if elapsed is not None:
+            payload["elapsed_s"] = round(elapsed, 2)
+            if self.ports.answer_seconds is not None:
+                payload["over_time"] = elapsed > self.ports.answer_seconds
+        payload.update(extra or {})
+        self.ports.store.append(self.session_id, "answered", payload, ts=now)
+        self.state.turns.append(Turn("candidate", answer, q.id, self.state.level, payload))
+        self.state.answers.setdefault(q.id, []).append(answer)
+        self.state.awaiting = "interviewer"
+        if self.state.level < 2:
+            self.state.level += 1
+        else:
+            self.state.idx += 1
+            self.state.level = 0
+            self._score(q)
+
+    def reply(self, text: str, mode: str = "typed") -> Iterator[str]:
+        """Submit an answer and stream the interviewer's next message."""
+        self.submit(text, mode)
+        yield from self.advance()
+
+    def skip(self) -> None:
+        """Move past the open question without answering the rest of its why-chain."""
+        q = self.question
+        if q is None or self.finished:
+            return
+        self._append("skipped", {"qid": q.id, "level": self.state.level})
+        self.state.idx += 1
+        self.state.level, self.state.awaiting = 0, "interviewer"
+        if self.state.answers.get(q.id):
+            self._score(q)
+
+    def end(self, reason: str = "ended-early") -> None:
+        """End the interview now; answered questions are scored, the rest are left unscored."""
+        if self.finished:
+            return
+        q = self.question
+        if q is not None and self.state.answers.get(q.id) and q.id not in self.state.scores:
+            self._score(q)
+        self._append("ended", {"reason": reason})
+        self.state.awaiting, self.state.end_reason = "done", reason
+        self.ports.store.set_status(self.session_id, reason)
+
+    def record_code_run(self, verdict: dict[str, Any]) -> None:
+        """Store a sandbox verdict for the open coding question (the score of record for correctness)."""
+        q = self.question
+        if q is None:
+            raise InputError("there is no open question to attach the test run to")
+        self._append("code_run", {"qid": q.id, "verdict": verdict})
+        self.state.code_runs.setdefault(q.id, []).append(verdict)
+
+    def record_clarification(self, question: str, reply: str) -> None:
+        q = self.question
+        if q is None:
+            raise InputError("there is no open question to clarify")
+        self._append("clarified", {"qid": q.id, "question": question, "reply": reply})
+        self.state.turns.append(Turn("candidate", question, q.id, self.state.level, {"clarify": True}))
+        self.state.turns.append(Turn("interviewer", reply, q.id, self.state.level, {"clarify": True}))
+
+    # scoring ---------------------------------------------------------------------------------------
+    def _score(self, q: Question) -> None:
+        if self.ports.scorer is None or q.id in self.state.scores:
+            return
+        runs = self.state.code_runs.get(q.id)
+        passed = bool(runs[-1].get("passed")) if runs else None
+        try:
+            score = self.ports.scorer.score(q, list(self.state.answers.get(q.id, [])), passed)
+        except Exception as e:  # scoring can be redone from the log; the interview must go on
+            self.notice = f"Scoring this answer failed ({type(e).__name__}); it will be scored in the report."
+            return
+        self._append("scored", {"qid": q.id, "score": score.model_dump(mode="json")})
+        self.state.scores[q.id] = score
+
+    def _score_pending(self) -> None:
+        """After a crash between an answer and its score, score now."""
+        for qid in self.state.plan[: self.state.idx]:
+            if qid not in self.state.scores and self.state.answers.get(qid):
+                self._score(self.ports.bank.get(qid))
+
+    def _append(self, kind: str, payload: dict[str, Any]) -> None:
+        self.ports.store.append(self.session_id, kind, payload, ts=self.ports.clock())
