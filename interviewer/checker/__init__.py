@@ -1,0 +1,119 @@
+"""Coding tasks checked by deterministic hidden tests in a sandbox; the grader, never the model, decides.
+
+Public API used by the CLI and the UI: :func:`list_tasks`, :func:`get_task`, :func:`check`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import time
+from pathlib import Path
+
+import yaml
+from pydantic import ValidationError
+
+from interviewer.checker.models import TaskInfo, TestResult, Verdict
+from interviewer.checker.sandbox import Limits, RunResult, Sandbox
+from interviewer.errors import CheckerError, ContentError, InputError
+
+__all__ = [
+    "Limits",
+    "RunResult",
+    "Sandbox",
+    "TaskInfo",
+    "TestResult",
+    "Verdict",
+    "check",
+    "default_sandbox",
+    "get_task",
+    "list_tasks",
+]
+
+MAX_CODE_CHARS = 100_000
+WEAK_WARNING = (
+    "WEAK SANDBOX: strict isolation is unavailable here ({reason}); this code ran as your user without "
+    "namespaces or seccomp because INTERVIEWER_SANDBOX=weak"
+)
+
+
+def _tasks_dir() -> Path:
+    from interviewer.config import Settings
+
+    return Settings().content_dir / "rubrics" / "coding"
+
+
+def _load_task(path: Path) -> TaskInfo:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as e:
+        raise ContentError(f"{path}: cannot read task ({e})") from e
+    if not isinstance(data, dict):
+        raise ContentError(f"{path}: expected a mapping of task fields")
+    data.setdefault("id", path.parent.name)
+    if data["id"] != path.parent.name:
+        raise ContentError(f"{path}: field 'id' is '{data['id']}' but the folder is '{path.parent.name}'")
+    data["path"] = path.parent
+    try:
+        task = TaskInfo.model_validate(data)
+    except ValidationError as e:
+        raise ContentError(f"{path}: {e}") from e
+    if task.starter:
+        task.starter_code = task.read(task.starter)
+    return task
+
+
+def list_tasks() -> list[TaskInfo]:
+    """Every task under ``<content_dir>/rubrics/coding/*/task.yaml``, sorted by id."""
+    base = _tasks_dir()
+    return [_load_task(p) for p in sorted(base.glob("*/task.yaml"))]
+
+
+def get_task(task_id: str) -> TaskInfo:
+    """One task by id; ContentError naming the known ids if it does not exist."""
+    path = _tasks_dir() / task_id / "task.yaml"
+    if "/" in task_id or not path.is_file():
+        known = ", ".join(t.id for t in list_tasks())
+        raise ContentError(f"no coding task '{task_id}'; known tasks: {known}")
+    return _load_task(path)
+
+
+def default_sandbox() -> Sandbox:
+    """Strict unless the user opted into ``INTERVIEWER_SANDBOX=weak``."""
+    mode = os.environ.get("INTERVIEWER_SANDBOX", "strict").strip().lower()
+    if mode not in ("strict", "weak"):
+        raise CheckerError(f"INTERVIEWER_SANDBOX is '{mode}'; use 'strict' (default) or 'weak'")
+    return Sandbox(mode="weak" if mode == "weak" else "strict")
+
+
+def check(task_id: str, code: str, *, sandbox: Sandbox | None = None) -> Verdict:
+    """Grade ``code`` for a task with its hidden tests.
+
+    Returns:
+        The verdict (failing tests, a compile error or a time limit are verdicts, not exceptions).
+    Raises:
+        ContentError: unknown task or a broken task definition.
+        InputError: empty or oversized code.
+        SandboxUnavailable: strict isolation cannot be set up and weak mode was not chosen.
+    """
+    task = get_task(task_id)
+    if not code.strip():
+        raise InputError("the submission is empty: paste your code (or answer) and run the tests again")
+    if len(code) > MAX_CODE_CHARS:
+        raise InputError(f"the submission has {len(code)} characters; the limit is {MAX_CODE_CHARS}")
+    sb = sandbox or default_sandbox()
+    try:
+        runner = importlib.import_module(task.runner)
+    except ImportError as e:
+        raise ContentError(
+            f"{task.path / 'task.yaml'}: runner '{task.runner}' cannot be imported ({e})"
+        ) from e
+    start = time.monotonic()
+    verdict: Verdict = runner.grade(task, code, sb)
+    if verdict.seconds == 0.0:
+        verdict.seconds = time.monotonic() - start
+    if sb.mode == "weak" and task.kind != "numeric":
+        ok, reason = sb.status()
+        if not ok:
+            verdict.warnings.insert(0, WEAK_WARNING.format(reason=reason))
+    return verdict
