@@ -1,0 +1,313 @@
+"""The command line: one entry point, one subcommand per job."""
+
+from __future__ import annotations
+
+import datetime as dt
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from interviewer.config import Settings, load_settings
+from interviewer.content import Round
+from interviewer.errors import InputError, InterviewerError
+
+app = typer.Typer(
+    help="A mock interviewer for ML engineer loops: authored questions, two levels of why, rubric scores.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+console = Console()
+err = Console(stderr=True)
+
+BaseUrl = Annotated[
+    str | None,
+    typer.Option(
+        "--base-url", help="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1 (default: embedded model)"
+    ),
+]
+ApiKey = Annotated[
+    str | None, typer.Option("--api-key", help="API key for --base-url (env INTERVIEWER_API_KEY)")
+]
+ModelOpt = Annotated[str | None, typer.Option("--model", help="model id on that server (default: its first)")]
+Temp = Annotated[float | None, typer.Option("--temperature", help="sampling temperature for follow-ups")]
+Timeout = Annotated[float | None, typer.Option("--timeout", help="seconds to wait for one model reply")]
+DataDir = Annotated[Path | None, typer.Option("--data-dir", help="where sessions and the index live")]
+
+
+def _settings(**kw: object) -> Settings:
+    try:
+        return load_settings(**kw)
+    except InterviewerError as e:
+        _fail(e)
+
+
+def _fail(e: Exception, code: int = 1) -> typer.Exit:
+    err.print(f"[red]error:[/red] {e}")
+    raise typer.Exit(code)
+
+
+def _round_list(rounds: list[str]) -> list[str]:
+    valid = {r.value for r in Round}
+    out = []
+    for r in rounds:
+        if r == "all":
+            out.extend(x.value for x in Round if x is not Round.DEEP_DIVE)
+        elif r in valid:
+            out.append(r)
+        else:
+            raise InputError(f"unknown round '{r}'; choose from: {', '.join(sorted(valid))}, all")
+    return out
+
+
+@app.command()
+def serve(
+    host: Annotated[
+        str | None, typer.Option(help="address to bind (default 127.0.0.1: this machine only)")
+    ] = None,
+    port: Annotated[int | None, typer.Option(help="port (default 7860; 0 picks a free one)")] = None,
+    share: Annotated[bool, typer.Option(help="also open a public Gradio share link")] = False,
+    auth: Annotated[str | None, typer.Option(help="require a login, as USER:PASSWORD")] = None,
+    base_url: BaseUrl = None,
+    api_key: ApiKey = None,
+    model: ModelOpt = None,
+    temperature: Temp = None,
+    timeout: Timeout = None,
+    data_dir: DataDir = None,
+) -> None:
+    """Start the web UI (the embedded model starts with it unless --base-url is set)."""
+    settings = _settings(
+        host=host,
+        port=port,
+        base_url=base_url,
+        api_key=api_key,
+        model=model,
+        temperature=temperature,
+        timeout=timeout,
+        data_dir=data_dir,
+    )
+    from ui.app import launch
+
+    credentials = None
+    if auth:
+        user, sep, password = auth.partition(":")
+        if not sep or not user or not password:
+            _fail(InputError("--auth takes USER:PASSWORD"))
+        credentials = (user, password)
+    try:
+        launch(settings, share=share, auth=credentials, progress=lambda m: console.print(f"[dim]{m}[/dim]"))
+    except InterviewerError as e:
+        _fail(e)
+
+
+@app.command()
+def practice(
+    rounds: Annotated[list[str], typer.Argument(help="round ids, or 'all' for the full loop")],
+    questions: Annotated[int, typer.Option("--questions", "-n", help="questions per round")] = 3,
+    seed: Annotated[int | None, typer.Option(help="fix the question choice")] = None,
+    resume: Annotated[str | None, typer.Option(help="continue a session by id")] = None,
+    base_url: BaseUrl = None,
+    api_key: ApiKey = None,
+    model: ModelOpt = None,
+    temperature: Temp = None,
+    timeout: Timeout = None,
+    data_dir: DataDir = None,
+) -> None:
+    """The same interview in the terminal. Type your answer, then an empty line to send it; /end stops."""
+    from interviewer.runtime import Runtime
+    from interviewer.session import Interview
+
+    settings = _settings(
+        base_url=base_url,
+        api_key=api_key,
+        model=model,
+        temperature=temperature,
+        timeout=timeout,
+        data_dir=data_dir,
+    )
+    rt = Runtime(settings)
+    try:
+        with console.status("starting the model (first run assembles and verifies the weights)..."):
+            ports = rt.ports(owner="local")
+        for n in rt.notices:
+            err.print(f"[yellow]{n}[/yellow]")
+        console.print(f"[bold]Model:[/bold] {rt.model_choice.display_name if rt.model_choice else 'none'}")
+        it = (
+            Interview.resume(ports, resume)
+            if resume
+            else Interview.start(ports, _round_list(rounds), per_round=questions, seed=seed)
+        )
+        console.print(f"[dim]session {it.session_id} (resume with --resume {it.session_id})[/dim]")
+        for m in it.messages():
+            console.print(f"[{'cyan' if m['role'] == 'assistant' else 'green'}]{m['content']}[/]")
+        while not it.finished:
+            if it.awaiting == "interviewer":
+                text = ""
+                for text in it.advance():
+                    pass
+                console.print(f"\n[cyan]Interviewer:[/cyan] {text}")
+                if it.notice:
+                    err.print(f"[yellow]{it.notice}[/yellow]")
+                    it.notice = None
+                continue
+            answer = _read_answer()
+            if answer is None or answer.strip() == "/end":
+                it.end()
+                break
+            try:
+                it.submit(answer)
+            except InputError as e:
+                err.print(f"[yellow]{e}[/yellow]")
+        console.print(f"\nSession {it.session_id} saved. Report: interviewer report {it.session_id}")
+    except InterviewerError as e:
+        _fail(e)
+    finally:
+        rt.close()
+
+
+def _read_answer() -> str | None:
+    console.print("[green]You[/green] (empty line to send):")
+    lines: list[str] = []
+    for line in sys.stdin:
+        if not line.strip() and lines:
+            break
+        lines.append(line.rstrip("\n"))
+    else:
+        if not lines:
+            return None
+    return "\n".join(lines)
+
+
+@app.command()
+def sessions(
+    data_dir: DataDir = None,
+    limit: Annotated[int, typer.Option(help="how many to list")] = 20,
+) -> None:
+    """List past sessions, newest first."""
+    from interviewer.store import SessionStore
+
+    settings = _settings(data_dir=data_dir)
+    try:
+        rows = SessionStore(settings.db_path).list(limit=limit)
+    except InterviewerError as e:
+        _fail(e)
+    if not rows:
+        console.print(
+            "No sessions yet. Start one with `interviewer practice phone-screen` or `interviewer serve`."
+        )
+        return
+    table = Table("id", "updated", "title", "status")
+    for r in rows:
+        when = dt.datetime.fromtimestamp(r.updated).strftime("%Y-%m-%d %H:%M")
+        table.add_row(r.id, when, r.title, r.status)
+    console.print(table)
+
+
+@app.command()
+def index(
+    force: Annotated[
+        bool, typer.Option("--force", help="rebuild even if the content has not changed")
+    ] = False,
+    data_dir: DataDir = None,
+) -> None:
+    """Build (or rebuild) the retrieval index over the knowledge documents and rubrics."""
+    from interviewer.content import load_bank
+    from interviewer.retrieval import build_index
+
+    settings = _settings(data_dir=data_dir)
+    try:
+        bank = load_bank(settings.content_dir)
+        stats = build_index(settings, bank, force=force, progress=lambda m: console.print(f"[dim]{m}[/dim]"))
+    except InterviewerError as e:
+        _fail(e)
+    console.print(stats if isinstance(stats, str) else f"index ready: {stats}")
+
+
+@app.command()
+def check(
+    task: Annotated[str | None, typer.Argument(help="task id (see --list)")] = None,
+    file: Annotated[Path | None, typer.Argument(help="your solution file")] = None,
+    list_: Annotated[bool, typer.Option("--list", help="list the task ids, one per line")] = False,
+) -> None:
+    """Run a coding task's hidden tests in the sandbox; exit 0 only when every test passes."""
+    from interviewer import checker
+
+    if list_:
+        for t in checker.list_tasks():
+            print(t.id)
+        return
+    if not task or not file:
+        _fail(InputError("usage: interviewer check TASK FILE (or --list)"), code=2)
+    assert task is not None and file is not None
+    try:
+        code = file.read_text(encoding="utf-8")
+    except OSError as e:
+        _fail(InputError(f"cannot read {file}: {e.strerror}"), code=2)
+    try:
+        verdict = checker.check(task, code)
+    except InterviewerError as e:
+        _fail(e, code=2)
+    print(verdict.render_text())
+    raise typer.Exit(0 if verdict.passed else 1)
+
+
+@app.command()
+def grade(
+    input: Annotated[
+        Path, typer.Option("--input", help="JSONL: question, reference_answer or rubric, answer")
+    ],
+    output: Annotated[Path, typer.Option("--output", help="JSONL written with score (0-4) and evidence")],
+) -> None:
+    """Score any answers against a reference answer or a rubric."""
+    from interviewer.scoring.scorer import grade_file
+
+    try:
+        n = grade_file(input, output)
+    except InterviewerError as e:
+        _fail(e)
+    console.print(f"scored {n} answer(s) -> {output}")
+
+
+@app.command()
+def calibrate(
+    csv: Annotated[Path, typer.Option("--csv", help="graded answers (Mohler format)")] = Path(
+        "../shared/datasets/mohler/answers.csv"
+    ),
+    folds: Annotated[int, typer.Option(help="question-level cross-validation folds")] = 5,
+    write: Annotated[bool, typer.Option(help="write the fitted parameters into the package")] = True,
+) -> None:
+    """Fit the offline scorer against human grades with question-level cross-validation."""
+    from interviewer.scoring.calibrate import run_calibration
+
+    try:
+        run_calibration(csv, folds=folds, write=write)
+    except InterviewerError as e:
+        _fail(e)
+
+
+@app.command()
+def models(base_url: BaseUrl = None, api_key: ApiKey = None) -> None:
+    """List the models an OpenAI-compatible server offers (a connection test)."""
+    from interviewer.llm.client import test_connection
+
+    settings = _settings(base_url=base_url, api_key=api_key)
+    if not settings.base_url:
+        _fail(InputError("give --base-url or set INTERVIEWER_BASE_URL (the embedded model needs no listing)"))
+    assert settings.base_url is not None
+    report = test_connection(settings.base_url, settings.api_key)
+    console.print(report.message)
+    for m in report.models:
+        print(m)
+    raise typer.Exit(0 if report.ok else 1)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

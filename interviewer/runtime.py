@@ -1,0 +1,178 @@
+"""Wires Settings into the engine's ports: the bank, the store, the model, retrieval and scoring.
+
+Shared by the CLI and the UI. Nothing here does I/O until it is asked for; heavy parts (the embedded model,
+the embedding model, the Chroma index) start on first use and are reused.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from interviewer.config import Settings
+from interviewer.content import Bank, load_bank
+from interviewer.errors import InterviewerError, ModelError
+from interviewer.llm.client import ChatPort, build_port, list_models
+from interviewer.session import Ports, Retriever, Scorer
+from interviewer.store import SessionStore
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    """Which server and model answer; ``embedded`` when the app runs its own."""
+
+    base_url: str
+    model: str
+    display_name: str
+    embedded: bool
+
+
+class Runtime:
+    """Lazily built, shared services for one app process."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._lock = threading.RLock()
+        self._bank: Bank | None = None
+        self._store: SessionStore | None = None
+        self._port: ChatPort | None = None
+        self._choice: ModelChoice | None = None
+        self._embedded = None  # EmbeddedServer, imported lazily (it pulls in subprocess plumbing)
+        self._retriever: Retriever | None = None
+        self._retriever_failed: str | None = None
+        self._scorer: Scorer | None = None
+        self.notices: list[str] = []  # degradations the UI and CLI should show once
+
+    # content and store ---------------------------------------------------------------------------
+    @property
+    def bank(self) -> Bank:
+        with self._lock:
+            if self._bank is None:
+                self._bank = load_bank(self.settings.content_dir)
+            return self._bank
+
+    @property
+    def store(self) -> SessionStore:
+        with self._lock:
+            if self._store is None:
+                store = SessionStore(self.settings.db_path)
+                store.check()
+                self._store = store
+            return self._store
+
+    # the model -----------------------------------------------------------------------------------
+    @property
+    def model_choice(self) -> ModelChoice | None:
+        return self._choice
+
+    def model(self, progress: Progress | None = None) -> ChatPort:
+        """The chat model: the configured server, or the embedded one started on first use."""
+        with self._lock:
+            if self._port is None:
+                if self.settings.base_url:
+                    self._port, self._choice = self._connect(
+                        self.settings.base_url, self.settings.api_key, self.settings.model
+                    )
+                else:
+                    self._port, self._choice = self._start_embedded(progress)
+            return self._port
+
+    def _connect(self, base_url: str, api_key: str | None, model: str | None) -> tuple[ChatPort, ModelChoice]:
+        settings = self.settings.model_copy(update={"base_url": base_url, "api_key": api_key})
+        if not model:
+            models = list_models(base_url, api_key, timeout=settings.connect_timeout + 5)
+            if not models:
+                raise ModelError(f"{base_url} lists no models; load one there or set INTERVIEWER_MODEL")
+            model = models[0]
+        name = f"{model} @ {base_url}"
+        return build_port(settings, base_url=base_url, model=model, display_name=name), ModelChoice(
+            base_url, model, name, embedded=False
+        )
+
+    def _start_embedded(self, progress: Progress | None) -> tuple[ChatPort, ModelChoice]:
+        from interviewer.llm.embedded import EmbeddedServer
+
+        if self._embedded is None:
+            self._embedded = EmbeddedServer(self.settings)
+        server = self._embedded
+        base_url = server.start(progress=progress)
+        port = build_port(
+            self.settings, base_url=base_url, model=server.served_model_id, display_name=server.model_name
+        )
+        return port, ModelChoice(base_url, server.served_model_id, server.model_name, embedded=True)
+
+    def set_model(self, port: ChatPort, choice: ModelChoice) -> None:
+        """Use an already built model (tests, benchmarks, an in-process stand-in)."""
+        with self._lock:
+            self._port, self._choice = port, choice
+
+    def switch_model(self, base_url: str | None, api_key: str | None, model: str | None) -> ModelChoice:
+        """Point the app at another server at runtime (the settings panel); None goes back to embedded."""
+        with self._lock:
+            if base_url:
+                port, choice = self._connect(base_url.rstrip("/"), api_key or None, model or None)
+            else:
+                port, choice = self._start_embedded(None)
+            self._port, self._choice = port, choice
+            return choice
+
+    # retrieval and scoring -----------------------------------------------------------------------
+    def retriever(self, progress: Progress | None = None) -> Retriever | None:
+        """The Chroma retriever, building the index on first use; None (with a notice) if it cannot run."""
+        with self._lock:
+            if self._retriever is None and self._retriever_failed is None:
+                try:
+                    from interviewer.retrieval import open_retriever
+
+                    self._retriever = open_retriever(self.settings, self.bank, progress=progress)
+                except (InterviewerError, ImportError) as e:
+                    self._retriever_failed = str(e)
+                    self.notices.append(f"Retrieval is off: {e}")
+                    log.warning("retrieval unavailable: %s", e)
+            return self._retriever
+
+    def scorer(self) -> Scorer | None:
+        with self._lock:
+            if self._scorer is None:
+                try:
+                    from interviewer.scoring.scorer import default_scorer
+
+                    self._scorer = default_scorer(self.settings)
+                except (InterviewerError, ImportError) as e:
+                    self.notices.append(f"Scoring is off: {e}")
+                    log.warning("scoring unavailable: %s", e)
+            return self._scorer
+
+    def ports(self, owner: str, *, with_model: bool = True) -> Ports:
+        """Ports for one candidate's interview. Model faults do not stop it: follow-ups fall back."""
+        model: ChatPort | None = None
+        if with_model:
+            try:
+                model = self.model()
+            except ModelError as e:
+                self.notices.append(f"{e}. Follow-ups use the authored wording until a model answers.")
+        return Ports(
+            bank=self.bank,
+            store=self.store,
+            model=model,
+            retriever=self.retriever(),
+            scorer=self.scorer(),
+            answer_seconds=self.settings.answer_seconds,
+            max_answer_chars=self.settings.max_answer_chars,
+            owner=owner,
+        )
+
+    def close(self) -> None:
+        with self._lock:
+            if self._embedded is not None:
+                self._embedded.stop()
+                self._embedded = None
+            self._port = None
+            if self._store is not None:
+                self._store.close()

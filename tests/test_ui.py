@@ -1,0 +1,94 @@
+"""The UI builds, and a round can be driven through Gradio's own client against a live local app."""
+
+from __future__ import annotations
+
+import pytest
+from gradio_client import Client
+
+from interviewer.config import load_settings
+from interviewer.llm.client import ChatPort
+from interviewer.llm.fake import ScriptedChatModel
+from interviewer.runtime import ModelChoice, Runtime
+from ui.app import build
+
+from .conftest import FIXTURE_CONTENT
+
+
+def _text(message: dict) -> str:
+    content = message["content"]
+    if isinstance(content, list):  # Gradio 6 returns message parts
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return str(content)
+
+
+@pytest.fixture
+def live_app(tmp_path):
+    settings = load_settings(content_dir=FIXTURE_CONTENT, data_dir=tmp_path, answer_seconds=90)
+    rt = Runtime(settings)
+    model = ScriptedChatModel().queue(
+        "Which assumption about perfect scaling does that 4.7x rely on?",
+        "What happens to the speedup once memory bandwidth saturates?",
+    )
+    rt.set_model(
+        ChatPort(model, name="scripted test model"),
+        ModelChoice("http://127.0.0.1:1/v1", "s", "scripted test model", False),
+    )
+    rt._retriever_failed = "not needed in this test"  # keep the UI test independent of the index
+    demo = build(rt)
+    demo.queue()
+    demo.launch(
+        server_name="127.0.0.1", server_port=None, prevent_thread_lock=True, quiet=True, ssr_mode=False
+    )
+    try:
+        yield demo, rt, model
+    finally:
+        demo.close()
+        rt.close()
+
+
+def test_round_through_gradio_client(live_app):
+    demo, rt, model = live_app
+    client = Client(demo.local_url, verbose=False)
+    chat, owner, _ = client.predict("phone-screen", 1, None, api_name="/start")
+    assert "90%" in _text(chat[-1])
+    assert isinstance(owner, str) and len(owner) > 20  # the browser's secret owner token
+    chat, box, status = client.predict(
+        "Amdahl gives 4.7x with a 10x cap from the serial part.", owner, api_name="/send"
+    )
+    assert _text(chat[-1]) == "Which assumption about perfect scaling does that 4.7x rely on?"
+    assert box == "" and "why, level 1" in status
+    chat, _, status = client.predict("That the parallel part scales perfectly.", owner, api_name="/send")
+    assert _text(chat[-1]) == "What happens to the speedup once memory bandwidth saturates?"
+    chat, _, status = client.predict(
+        "Workers wait on bandwidth, the speedup flattens.", owner, api_name="/send"
+    )
+    assert "end of this interview" in _text(chat[-1]) and "finished" in status
+    assert len(model.calls) == 2
+    sessions = client.predict(owner, api_name="/sessions")
+    assert len(sessions["data"]) == 1 and sessions["data"][0][3] in {"active", "completed"}
+
+
+def test_empty_answer_is_a_warning_not_a_crash(live_app):
+    demo, _, _ = live_app
+    client = Client(demo.local_url, verbose=False)
+    _, owner, _ = client.predict("phone-screen", 1, None, api_name="/start")
+    chat, box, _ = client.predict("   ", owner, api_name="/send")
+    assert len(chat) == 1 and box == "   "  # nothing lost, nothing sent
+    chat, _, _ = client.predict("now a real answer about the serial part", owner, api_name="/send")
+    assert len(chat) == 3
+
+
+def test_another_client_cannot_continue_a_session_by_id(live_app):
+    demo, _, _ = live_app
+    alice = Client(demo.local_url, verbose=False)
+    _, alice_owner, _ = alice.predict("phone-screen", 1, None, api_name="/start")
+    sid = alice.predict(alice_owner, api_name="/sessions")["data"][0][0]
+    mallory = Client(demo.local_url, verbose=False)
+    with pytest.raises(Exception, match="no session"):
+        mallory.predict(sid, None, api_name="/reopen")
+    with pytest.raises(Exception, match="no session"):
+        mallory.predict(sid, "browser:guessed-owner", api_name="/reopen")
+    assert mallory.predict("browser:someone-else", api_name="/sessions")["data"] == []
+    # Alice herself can reopen it.
+    chat, _ = alice.predict(sid, alice_owner, api_name="/reopen")
+    assert "90%" in _text(chat[0])
