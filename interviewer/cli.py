@@ -146,9 +146,7 @@ def practice(
             console.print(f"[{'cyan' if m['role'] == 'assistant' else 'green'}]{m['content']}[/]")
         while not it.finished:
             if it.awaiting == "interviewer":
-                text = ""
-                for text in it.advance():
-                    pass
+                text = it.advance_all()
                 console.print(f"\n[cyan]Interviewer:[/cyan] {text}")
                 if it.notice:
                     err.print(f"[yellow]{it.notice}[/yellow]")

@@ -336,6 +336,13 @@ class Interview:
             return
         yield from self._followup(q, self.state.level)
 
+    def advance_all(self) -> str:
+        """Produce the interviewer's next message without streaming; returns its final text."""
+        text = ""
+        for text in self.advance():  # noqa: B007 - each snapshot replaces the last
+            pass
+        return text
+
     def _opening(self, q: Question) -> str:
         idx = self.state.idx
         prev = self.ports.bank.get(self.state.plan[idx - 1]) if idx > 0 else None

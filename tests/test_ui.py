@@ -47,7 +47,7 @@ def live_app(tmp_path):
 
 
 def test_round_through_gradio_client(live_app):
-    demo, rt, model = live_app
+    demo, _, model = live_app
     client = Client(demo.local_url, verbose=False)
     chat, owner, _ = client.predict("phone-screen", 1, None, api_name="/start")
     assert "90%" in _text(chat[-1])

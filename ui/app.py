@@ -151,8 +151,7 @@ class App:
             raise gr.Error(str(e)) from e
         chat = it.messages()
         if it.awaiting == "interviewer" and not it.finished:
-            for text in it.advance():
-                pass
+            it.advance_all()
             chat = it.messages()
         return chat, it.session_id, self._status(it)
 
