@@ -1,0 +1,418 @@
+"""Retrieval: chunking, filters, rebuild-on-change, client choice, damaged stores, and real recall@5."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import yaml
+
+from interviewer.config import Settings
+from interviewer.content.loader import load_bank
+from interviewer.embeddings import HashingEmbedder
+from interviewer.errors import IndexError_
+from interviewer.retrieval import (
+    Retriever,
+    build_index,
+    chunk_bank,
+    chunk_knowledge,
+    make_client,
+    split_sections,
+    where_filter,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+
+GPU_DOC = """\
+# GPU memory hierarchy: SRAM versus HBM
+
+Intro line before any section.
+
+## Bandwidth
+On-chip SRAM is small and fast; HBM is large and slower. A tiled matmul keeps a tile in SRAM and reuses it.
+
+## Worked example
+```python
+## not a heading: inside a code fence
+tile = 128
+```
+Reuse of each tile cuts HBM traffic by the tile width.
+"""
+
+AMDAHL_DOC = """\
+# Amdahl's law and end-to-end speedup
+
+## The formula
+Speedup is one over the serial fraction plus the parallel fraction divided by the parallel speedup.
+
+## Worked example
+A stage that is sixty percent of the request made twice as fast gives a thirty percent latency cut.
+"""
+
+DISPATCH_DOC = """\
+# C++ virtual dispatch
+
+## The vtable
+A virtual call loads the vtable pointer from the object and jumps through the function slot.
+"""
+
+
+def _rubric(
+    qid: str, round_: str, topic: str, question: str, knowledge: list[str], **extra: Any
+) -> dict[str, Any]:
+    return {
+        "id": qid,
+        "round": round_,
+        "topic": topic,
+        "difficulty": 1,
+        "question": question,
+        "variants": extra.get("variants", []),
+        "key_points": extra.get("key_points", ["first point about " + topic, "second point about " + topic]),
+        "criteria": [{"name": "depth", "levels": {0: "nothing", 2: "some", 4: "all"}}],
+        "why_chain": [
+            {"level": 1, "target": "assumption", "key_points": ["k"], "fallback": "Why?"},
+            {"level": 2, "target": "breakage", "key_points": ["k"], "fallback": "What breaks?"},
+        ],
+        "model_answer": extra.get("model_answer", f"A model answer about {topic}."),
+        "knowledge": knowledge,
+    }
+
+
+def make_content(root: Path) -> Path:
+    """A small content tree: two rounds, three knowledge documents, three rubrics."""
+    docs = {
+        "knowledge/phone-screen/sram-hbm.md": GPU_DOC,
+        "knowledge/phone-screen/amdahl.md": AMDAHL_DOC,
+        "knowledge/cpp-systems/virtual-dispatch.md": DISPATCH_DOC,
+    }
+    for rel, text in docs.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, encoding="utf-8")
+    rubrics = [
+        _rubric(
+            "phone.sram-hbm",
+            "phone-screen",
+            "gpu-memory",
+            "Why is a tiled matmul faster on a GPU, in terms of SRAM and HBM?",
+            ["knowledge/phone-screen/sram-hbm.md"],
+            variants=["Explain the GPU memory hierarchy for matmul tiling."],
+        ),
+        _rubric(
+            "phone.amdahl",
+            "phone-screen",
+            "amdahl",
+            "A stage is 60 ms of a 100 ms request. What does halving it do end to end?",
+            ["knowledge/phone-screen/amdahl.md"],
+        ),
+        _rubric(
+            "cpp.dispatch",
+            "cpp-systems",
+            "virtual-dispatch",
+            "What does a C++ virtual call cost compared with a direct call?",
+            ["knowledge/cpp-systems/virtual-dispatch.md"],
+        ),
+    ]
+    for r in rubrics:
+        path = root / "rubrics" / r["round"] / f"{r['id']}.yaml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(yaml.safe_dump(r, sort_keys=False), encoding="utf-8")
+    return root
+
+
+class CountingEmbedder(HashingEmbedder):
+    """The hashing fake, counting how many texts it embedded."""
+
+    def __init__(self, dim: int = 512, fail_after: int | None = None) -> None:
+        super().__init__(dim)
+        self.calls = 0
+        self.texts = 0
+        self.fail_after = fail_after
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        self.calls += 1
+        if self.fail_after is not None and self.texts + len(texts) > self.fail_after:
+            raise RuntimeError("simulated crash mid-build")
+        self.texts += len(texts)
+        return super().embed(texts)
+
+
+@pytest.fixture
+def content(tmp_path: Path) -> Path:
+    return make_content(tmp_path / "content")
+
+
+@pytest.fixture
+def settings(content: Path, tmp_path: Path) -> Settings:
+    return Settings(content_dir=content, data_dir=tmp_path / "data")
+
+
+def _retriever(settings: Settings, embedder: HashingEmbedder | None = None) -> Retriever:
+    return Retriever(settings, embedder=embedder or HashingEmbedder(), progress=False)
+
+
+# --------------------------------------------------------------------------------------------- chunking
+
+
+def test_sections_keep_title_and_heading_and_ignore_fenced_headings(tmp_path: Path) -> None:
+    title, sections = split_sections(GPU_DOC)
+    assert title == "GPU memory hierarchy: SRAM versus HBM"
+    assert [h for h, _ in sections] == ["Overview", "Bandwidth", "Worked example"]
+    root = make_content(tmp_path)
+    chunks = chunk_knowledge(
+        root / "knowledge/phone-screen/sram-hbm.md", root, round_="phone-screen", topics=["gpu-memory"]
+    )
+    assert len(chunks) == 3
+    for c, heading in zip(chunks, ["Overview", "Bandwidth", "Worked example"], strict=True):
+        assert c.text.startswith(f"{title}\n## {heading}\n")
+        assert c.part == heading
+    assert "## not a heading" in chunks[2].text  # the fenced line stayed in its section
+    assert chunks[1].metadata() == {
+        "kind": "knowledge",
+        "round": "phone-screen",
+        "topic": "gpu-memory",
+        "topics": ["gpu-memory", "sram-hbm"],
+        "source": "knowledge/phone-screen/sram-hbm.md",
+        "part": "Bandwidth",
+        "question_id": "",
+    }
+
+
+def test_long_section_splits_on_paragraphs_with_heading_repeated(tmp_path: Path) -> None:
+    para = " ".join(["word"] * 100)
+    doc = tmp_path / "knowledge" / "phone-screen" / "long.md"
+    doc.parent.mkdir(parents=True)
+    doc.write_text(f"# Long\n\n## Big section\n{para}\n\n{para}\n\n{para}\n", encoding="utf-8")
+    chunks = chunk_knowledge(doc, tmp_path, round_="phone-screen", topics=[], max_words=180)
+    assert len(chunks) == 3
+    assert all(c.text.startswith("Long\n## Big section\n") for c in chunks)
+    assert chunks[0].topic == "long"  # no question links it: the file name is its topic
+    assert len({c.id for c in chunks}) == 3
+
+
+def test_rubrics_become_typed_chunks(content: Path) -> None:
+    chunks = chunk_bank(load_bank(content))
+    rub = [c for c in chunks if c.question_id == "phone.sram-hbm"]
+    assert [c.part for c in rub] == ["question", "variant", "key_points", "model_answer"]
+    assert all(c.kind == "rubric" and c.round == "phone-screen" and c.topic == "gpu-memory" for c in rub)
+    assert rub[0].source == "rubrics/phone-screen/phone.sram-hbm.yaml"
+    assert "first point about gpu-memory" in rub[2].text and rub[2].text.startswith("Why is a tiled matmul")
+    know = [c for c in chunks if c.kind == "knowledge"]
+    assert {c.source for c in know} == {
+        "knowledge/phone-screen/sram-hbm.md",
+        "knowledge/phone-screen/amdahl.md",
+        "knowledge/cpp-systems/virtual-dispatch.md",
+    }
+    assert {c.topic for c in know if c.source.endswith("amdahl.md")} == {"amdahl"}
+    assert len({c.id for c in chunks}) == len(chunks)
+
+
+def test_where_filter_shapes() -> None:
+    assert where_filter() is None
+    assert where_filter(round="cpp-systems") == {"round": "cpp-systems"}
+    assert where_filter(round="phone-screen", topic="amdahl", kind="knowledge") == {
+        "$and": [{"round": "phone-screen"}, {"topics": {"$contains": "amdahl"}}, {"kind": "knowledge"}]
+    }
+    with pytest.raises(ValueError):
+        where_filter(round="no-such-round")
+
+
+# --------------------------------------------------------------------------------------------- retrieval
+
+
+def test_retrieve_ranks_by_meaning_and_filters(settings: Settings) -> None:
+    r = _retriever(settings)
+    top = r.retrieve("SRAM HBM tiled matmul", k=3, kind="knowledge")
+    assert top[0].source == "knowledge/phone-screen/sram-hbm.md"
+    assert top[0].score > top[-1].score
+    assert all(p.kind == "knowledge" for p in top)
+
+    cpp = r.retrieve("SRAM HBM tiled matmul", round="cpp-systems", k=10)
+    assert cpp and all(p.round == "cpp-systems" for p in cpp)
+
+    amdahl = r.retrieve("tiled matmul", topic="amdahl", k=10)
+    assert amdahl and {p.source for p in amdahl} == {
+        "knowledge/phone-screen/amdahl.md",
+        "rubrics/phone-screen/phone.amdahl.yaml",
+    }
+    rub = r.retrieve("virtual call cost", kind="rubric", round="cpp-systems", k=10)
+    assert {p.question_id for p in rub} == {"cpp.dispatch"} and len(rub) == 3  # question, key points, answer
+    assert r.retrieve("   ") == []
+    assert len(r.retrieve("matmul", k=2)) == 2
+
+
+def test_search_with_precomputed_vector_matches_retrieve(settings: Settings) -> None:
+    emb = HashingEmbedder()
+    r = _retriever(settings, emb)
+    by_text = r.retrieve("virtual dispatch vtable", k=3)
+    by_vec = r.search(emb.embed(["virtual dispatch vtable"])[0], k=3)
+    assert by_text == by_vec
+
+
+def test_langchain_vectorstore_reads_the_same_collection(settings: Settings) -> None:
+    store = _retriever(settings).as_vectorstore()
+    docs = store.similarity_search("vtable pointer virtual call", k=1, filter={"kind": "knowledge"})
+    assert docs[0].metadata["source"] == "knowledge/cpp-systems/virtual-dispatch.md"
+
+
+# --------------------------------------------------------------------------------------------- rebuilds
+
+
+def test_index_rebuilds_only_when_content_or_embedder_changes(settings: Settings, content: Path) -> None:
+    emb = CountingEmbedder()
+    first = Retriever(settings, embedder=emb, progress=False).build()
+    assert first.rebuilt and first.chunks == emb.texts > 0
+
+    emb2 = CountingEmbedder()
+    again = Retriever(settings, embedder=emb2, progress=False).build()
+    assert not again.rebuilt and emb2.texts == 0 and again.fingerprint == first.fingerprint
+    assert again.chunks == first.chunks
+
+    doc = content / "knowledge/phone-screen/amdahl.md"
+    doc.write_text(doc.read_text() + "\n## Gustafson\nScaled speedup grows with the problem size.\n")
+    emb3 = CountingEmbedder()
+    changed = Retriever(settings, embedder=emb3, progress=False).build()
+    assert changed.rebuilt and changed.fingerprint != first.fingerprint and changed.chunks == first.chunks + 1
+    hits = Retriever(settings, embedder=HashingEmbedder(), progress=False).retrieve("Gustafson scaled", k=1)
+    assert hits[0].part == "Gustafson"  # the new section is searchable, old index replaced
+
+    other = Retriever(settings, embedder=HashingEmbedder(dim=256), progress=False).build()
+    assert other.rebuilt  # a different embedder means different vectors
+
+    forced = Retriever(settings, embedder=HashingEmbedder(dim=256), progress=False).build(force=True)
+    assert forced.rebuilt and forced.chunks == changed.chunks
+
+
+def test_interrupted_build_is_stale_next_time(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    import chromadb
+
+    import interviewer.retrieval as retrieval
+
+    monkeypatch.setattr(retrieval, "_ADD_BATCH", 4)
+    with pytest.raises(IndexError_, match="interviewer index --force"):
+        Retriever(settings, embedder=CountingEmbedder(fail_after=8), progress=False).build()
+    partial = chromadb.PersistentClient(path=str(settings.chroma_dir)).get_collection(retrieval.COLLECTION)
+    assert partial.count() == 8 and partial.metadata["fingerprint"] == "building"
+    report = Retriever(settings, embedder=CountingEmbedder(), progress=False).build()
+    assert report.rebuilt and report.chunks == 16
+
+
+def test_build_index_reports_progress(settings: Settings) -> None:
+    seen: list[tuple[int, int]] = []
+    report = build_index(
+        settings=settings, embedder=HashingEmbedder(), progress=lambda d, t: seen.append((d, t))
+    )
+    assert report.rebuilt and seen[-1] == (report.chunks, report.chunks)
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen)
+
+
+def test_first_retrieve_builds_lazily_and_constructor_does_no_io(settings: Settings) -> None:
+    r = _retriever(settings)
+    assert not settings.chroma_dir.exists()
+    assert r.retrieve("vtable", k=1)
+    assert (settings.chroma_dir / "chroma.sqlite3").exists()
+
+
+# --------------------------------------------------------------------------------------------- clients and damage
+
+
+def test_http_client_chosen_when_chroma_url_is_set(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import chromadb
+
+    calls: list[dict[str, Any]] = []
+
+    class FakeHttpClient:
+        def __init__(self, **kwargs: Any) -> None:
+            calls.append(kwargs)
+
+    def no_local(*a: Any, **k: Any) -> None:
+        raise AssertionError("PersistentClient must not be used when chroma_url is set")
+
+    monkeypatch.setattr(chromadb, "HttpClient", FakeHttpClient)
+    monkeypatch.setattr(chromadb, "PersistentClient", no_local)
+    remote = settings.model_copy(update={"chroma_url": "https://chroma.internal:9443"})
+    client = make_client(remote)
+    assert isinstance(client, FakeHttpClient)
+    assert calls[0]["host"] == "chroma.internal" and calls[0]["port"] == 9443 and calls[0]["ssl"] is True
+    plain = settings.model_copy(update={"chroma_url": "http://10.0.0.5"})
+    make_client(plain)
+    assert calls[1]["port"] == 80 and calls[1]["ssl"] is False
+    assert not settings.chroma_dir.exists()
+
+
+def test_unreachable_server_names_the_url(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    import chromadb
+
+    def refuse(**kwargs: Any) -> None:
+        raise ValueError("Could not connect to a Chroma server. Are you sure it is running?")
+
+    monkeypatch.setattr(chromadb, "HttpClient", refuse)
+    remote = settings.model_copy(update={"chroma_url": "http://127.0.0.1:1"})
+    with pytest.raises(IndexError_, match=r"http://127.0.0.1:1.*INTERVIEWER_CHROMA_URL"):
+        _retriever(remote).retrieve("vtable")
+
+
+def test_local_client_by_default(settings: Settings) -> None:
+    from chromadb.api import ClientAPI
+
+    assert isinstance(make_client(settings), ClientAPI)
+    assert settings.chroma_dir.is_dir()
+
+
+def test_corrupt_store_names_path_and_fix_then_force_repairs(settings: Settings) -> None:
+    settings.chroma_dir.mkdir(parents=True)
+    (settings.chroma_dir / "chroma.sqlite3").write_bytes(b"this is not a database" * 100)
+    with pytest.raises(IndexError_) as err:
+        _retriever(settings).retrieve("vtable")
+    msg = str(err.value)
+    assert str(settings.chroma_dir) in msg and "interviewer index --force" in msg
+
+    report = build_index(force=True, settings=settings, embedder=HashingEmbedder(), progress=False)
+    assert report.rebuilt and report.chunks > 0
+    assert _retriever(settings).retrieve("vtable", k=1)[0].source.endswith("virtual-dispatch.md")
+
+
+def test_index_path_that_is_a_file(settings: Settings) -> None:
+    settings.chroma_dir.parent.mkdir(parents=True)
+    settings.chroma_dir.write_text("oops")
+    with pytest.raises(IndexError_, match=str(settings.chroma_dir)):
+        _retriever(settings).retrieve("vtable")
+
+
+def test_force_never_deletes_a_folder_that_is_not_chroma(settings: Settings) -> None:
+    settings.chroma_dir.mkdir(parents=True)
+    precious = settings.chroma_dir / "notes.txt"
+    precious.write_text("mine")
+    (settings.chroma_dir / "chroma.sqlite3").write_text("garbage")
+    with pytest.raises(IndexError_, match="not a Chroma index"):
+        build_index(force=True, settings=settings, embedder=HashingEmbedder(), progress=False)
+    assert precious.read_text() == "mine"
+
+
+# --------------------------------------------------------------------------------------------- real model
+
+
+@pytest.mark.slow
+def test_real_minilm_recall_at_5_over_the_bank(tmp_path: Path) -> None:
+    """For each question, its own knowledge documents are among the sources of the top-5 knowledge chunks."""
+    from interviewer.embeddings import MiniLMEmbedder
+
+    bank = load_bank(REPO)
+    settings = Settings(content_dir=REPO, data_dir=tmp_path / "data")
+    r = Retriever(settings, embedder=MiniLMEmbedder(), bank=bank, progress=False)
+    found = total = 0
+    misses: list[str] = []
+    for q in bank.questions.values():
+        sources = {p.source for p in r.retrieve(q.question, k=5, kind="knowledge")}
+        for link in q.knowledge:
+            total += 1
+            if link in sources:
+                found += 1
+            else:
+                misses.append(f"{q.id} -> {link}")
+    recall = found / total
+    assert recall >= 0.9, f"recall@5 = {recall:.3f}; misses:\n" + textwrap.indent("\n".join(misses), "  ")
