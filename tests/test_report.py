@@ -1,0 +1,125 @@
+"""Feedback reports and progress: rendering with and without coding, unfinished rounds, spaced repetition."""
+
+from __future__ import annotations
+
+from interviewer.content import Bank
+from interviewer.report import build_report, count_fillers, next_plan, render_html, render_markdown, skill_map
+from interviewer.scoring.models import CriterionScore, QuestionScore
+from interviewer.session import Interview, Ports
+from interviewer.store import SessionStore
+
+XSS = "<script>alert(1)</script><img src=x onerror=alert(2)>"
+
+
+class FixedScorer:
+    def __init__(self, overall: float, depth: int) -> None:
+        self.overall, self.depth = overall, depth
+
+    def score(self, question, answers, code_verdict_passed=None) -> QuestionScore:
+        return QuestionScore(
+            question_id=question.id,
+            overall=self.overall,
+            why_depth=self.depth,
+            criteria=[
+                CriterionScore(
+                    criterion=question.criteria[0].name,
+                    level=int(self.overall),
+                    evidence=[answers[0][:60]],
+                    method="coverage",
+                )
+            ],
+            key_points_missed=[question.key_points[-1]],
+            methods=["coverage"],
+        )
+
+
+def _run(bank, store, rounds, answers, scorer, owner="me", code=None, finish=True):
+    it = Interview.start(Ports(bank=bank, store=store, scorer=scorer, owner=owner), rounds, per_round=1)
+    for a in answers:
+        it.advance_all()
+        if code is not None and it.level == 0:
+            it.record_code_run(code)
+        it.submit(a)
+    if finish:
+        it.advance_all()
+    else:
+        it.end()
+    return it
+
+
+def test_report_without_coding_escapes_candidate_text(fixture_bank, tmp_path):
+    store = SessionStore(tmp_path / "s.db")
+    it = _run(
+        fixture_bank,
+        store,
+        ["phone-screen"],
+        [f"4.7x {XSS}", "perfect scaling", "bandwidth"],
+        FixedScorer(3.5, 2),
+    )
+    rep = build_report(store, fixture_bank, it.session_id, owner="me")
+    assert rep.rounds[0].signal == "strong hire" and rep.overall_signal == "strong hire"
+    md = render_markdown(rep)
+    page = render_html(rep)
+    assert "<script>" not in md and "&lt;script&gt;" in md
+    assert "<script>" not in page and "<img src=x" not in page and "&lt;img src=x onerror" in page
+    assert "Practice signal from a mock interview" in md and "Practice signal" in page
+    assert "knowledge/phone-screen/amdahl.md" in md  # study plan links the missed key point's document
+    assert "<svg" in page  # the chart is inline
+
+
+def test_report_with_a_failing_coding_run_and_an_unfinished_round(fixture_bank, tmp_path):
+    store = SessionStore(tmp_path / "s.db")
+    verdict = {
+        "passed": False,
+        "tests": [{"name": "padding", "passed": False, "message": "shape (3, 3) != (4, 4)"}],
+    }
+    it = _run(
+        fixture_bank,
+        store,
+        ["phone-screen", "inference-case"],
+        ["answer one"],
+        FixedScorer(2.0, 0),
+        code=verdict,
+        finish=False,
+    )
+    rep = build_report(store, fixture_bank, it.session_id, owner="me")
+    phone, case = rep.rounds
+    assert phone.questions[0].code_runs[0].failing == ["padding: shape (3, 3) != (4, 4)"]
+    assert "1 coding task(s) with failing hidden tests" in phone.reasons
+    assert case.signal == "not enough signal" and case.questions[0].status == "not reached"
+    md = render_markdown(rep)
+    assert "Not reached in this session" in md and "padding: shape (3, 3) != (4, 4)" in md
+    assert "why-chain broke at level 1" in md
+
+
+def test_report_scores_unscored_answers_when_given_a_scorer(fixture_bank, tmp_path):
+    store = SessionStore(tmp_path / "s.db")
+    it = _run(fixture_bank, store, ["phone-screen"], ["a", "b", "c"], scorer=None)
+    assert build_report(store, fixture_bank, it.session_id).rounds[0].questions[0].status == "answered"
+    rep = build_report(store, fixture_bank, it.session_id, scorer=FixedScorer(1.0, 0))
+    assert rep.rounds[0].questions[0].status == "scored" and rep.rounds[0].signal == "no hire"
+
+
+def test_skill_map_and_next_plan_bring_weak_topics_back(fixture_bank, tmp_path):
+    store = SessionStore(tmp_path / "s.db")
+    _run(fixture_bank, store, ["phone-screen"], ["a", "b", "c"], FixedScorer(1.0, 0))
+    _run(fixture_bank, store, ["inference-case"], ["a", "b", "c"], FixedScorer(4.0, 2))
+    points = skill_map(store, fixture_bank, owner="me")
+    assert [(p.round, p.score) for p in points] == [("phone-screen", 1.0), ("inference-case", 4.0)]
+    assert skill_map(store, fixture_bank, owner="someone-else") == []
+    # With a fresh question beside it, the weak one still comes first and the new one fills the second slot.
+    amdahl = fixture_bank.get("fx.amdahl")
+    bank = Bank(root=fixture_bank.root, questions={**fixture_bank.questions})
+    for i in range(3):
+        bank.questions[f"fx.new{i}"] = amdahl.model_copy(update={"id": f"fx.new{i}"})
+    for _ in range(5):
+        plan = next_plan(store, bank, ["phone-screen"], 2, owner="me")
+        assert "fx.amdahl" in plan and len(plan) == 2
+    # A strong answer does not come back ahead of an unseen question.
+    case = fixture_bank.get("fx.stage-latency")
+    bank.questions["fx.case-new"] = case.model_copy(update={"id": "fx.case-new"})
+    assert next_plan(store, bank, ["inference-case"], 1, owner="me") == ["fx.case-new"]
+
+
+def test_filler_count():
+    assert count_fillers("Um, so basically the, uh, cache is like full") == 4
