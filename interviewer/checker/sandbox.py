@@ -100,6 +100,9 @@ class Limits:
     processes: int = 64
     file_size_mb: int = 16
     output_bytes: int = 256_000
+    # AddressSanitizer and ThreadSanitizer reserve terabytes of shadow memory and abort under any RLIMIT_AS;
+    # sanitizer runs set this False and rely on the memory cgroup (and the CPU/wall limits) instead.
+    address_space_limit: bool = True
 
 
 @dataclass(frozen=True)
@@ -549,7 +552,7 @@ def _rlimit_args(limits: Limits) -> list[str]:
     nproc = limits.processes
     return [
         f"--cpu={cpu}:{cpu + 1}", f"--fsize={fsize}", "--nofile=256", f"--nproc={nproc}", "--core=0",
-        f"--as={as_bytes}", "--stack=67108864",
+        *([f"--as={as_bytes}"] if limits.address_space_limit else []), "--stack=67108864",
     ]  # fmt: skip
 
 
