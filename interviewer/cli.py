@@ -206,6 +206,37 @@ def sessions(
 
 
 @app.command()
+def report(
+    session: Annotated[str, typer.Argument(help="session id (see `interviewer sessions`)")],
+    html: Annotated[
+        Path | None, typer.Option("--html", help="also write a self-contained HTML report here")
+    ] = None,
+    markdown: Annotated[
+        Path | None, typer.Option("--md", help="write the Markdown report here instead of printing it")
+    ] = None,
+    data_dir: DataDir = None,
+) -> None:
+    """The feedback report of a session: scorecards, evidence, why-chain depth, study plan."""
+    from interviewer.report import build_report, render_html, render_markdown
+    from interviewer.runtime import Runtime
+
+    rt = Runtime(_settings(data_dir=data_dir))
+    try:
+        rep = build_report(rt.store, rt.bank, session, scorer=rt.scorer())
+    except InterviewerError as e:
+        _fail(e)
+    text = render_markdown(rep)
+    if markdown:
+        markdown.write_text(text, encoding="utf-8")
+        console.print(f"Markdown report -> {markdown}")
+    else:
+        print(text)
+    if html:
+        html.write_text(render_html(rep), encoding="utf-8")
+        console.print(f"HTML report -> {html}")
+
+
+@app.command()
 def index(
     force: Annotated[
         bool, typer.Option("--force", help="rebuild even if the content has not changed")

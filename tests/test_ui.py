@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from gradio_client import Client
 
@@ -49,21 +51,27 @@ def live_app(tmp_path):
 def test_round_through_gradio_client(live_app):
     demo, _, model = live_app
     client = Client(demo.local_url, verbose=False)
-    chat, owner, _ = client.predict("phone-screen", 1, None, api_name="/start")
+    chat, owner, *_ = client.predict("phone-screen", 1, False, None, api_name="/start")
     assert "90%" in _text(chat[-1])
     assert isinstance(owner, str) and len(owner) > 20  # the browser's secret owner token
-    chat, box, status = client.predict(
-        "Amdahl gives 4.7x with a 10x cap from the serial part.", owner, api_name="/send"
+    chat, box, status, *_ = client.predict(
+        "Amdahl gives 4.7x with a 10x cap from the serial part. <script>alert(1)</script>",
+        owner,
+        api_name="/send",
     )
     assert _text(chat[-1]) == "Which assumption about perfect scaling does that 4.7x rely on?"
     assert box == "" and "why, level 1" in status
-    chat, _, status = client.predict("That the parallel part scales perfectly.", owner, api_name="/send")
+    chat, _, status, *_ = client.predict("That the parallel part scales perfectly.", owner, api_name="/send")
     assert _text(chat[-1]) == "What happens to the speedup once memory bandwidth saturates?"
-    chat, _, status = client.predict(
+    chat, _, status, *_ = client.predict(
         "Workers wait on bandwidth, the speedup flattens.", owner, api_name="/send"
     )
     assert "end of this interview" in _text(chat[-1]) and "finished" in status
     assert len(model.calls) == 2
+    report_md, files = client.predict(owner, api_name="/report")
+    assert "# Feedback report" in report_md and "Practice signal" in report_md
+    assert sorted(Path(f).suffix for f in files) == [".html", ".md"]
+    assert "<script>alert" not in Path([f for f in files if f.endswith(".html")][0]).read_text()
     sessions = client.predict(owner, api_name="/sessions")
     assert len(sessions["data"]) == 1 and sessions["data"][0][3] in {"active", "completed"}
 
@@ -71,17 +79,17 @@ def test_round_through_gradio_client(live_app):
 def test_empty_answer_is_a_warning_not_a_crash(live_app):
     demo, _, _ = live_app
     client = Client(demo.local_url, verbose=False)
-    _, owner, _ = client.predict("phone-screen", 1, None, api_name="/start")
-    chat, box, _ = client.predict("   ", owner, api_name="/send")
+    _, owner, *_ = client.predict("phone-screen", 1, False, None, api_name="/start")
+    chat, box, *_ = client.predict("   ", owner, api_name="/send")
     assert len(chat) == 1 and box == "   "  # nothing lost, nothing sent
-    chat, _, _ = client.predict("now a real answer about the serial part", owner, api_name="/send")
+    chat, *_ = client.predict("now a real answer about the serial part", owner, api_name="/send")
     assert len(chat) == 3
 
 
 def test_another_client_cannot_continue_a_session_by_id(live_app):
     demo, _, _ = live_app
     alice = Client(demo.local_url, verbose=False)
-    _, alice_owner, _ = alice.predict("phone-screen", 1, None, api_name="/start")
+    _, alice_owner, *_ = alice.predict("phone-screen", 1, False, None, api_name="/start")
     sid = alice.predict(alice_owner, api_name="/sessions")["data"][0][0]
     mallory = Client(demo.local_url, verbose=False)
     with pytest.raises(Exception, match="no session"):
@@ -90,5 +98,5 @@ def test_another_client_cannot_continue_a_session_by_id(live_app):
         mallory.predict(sid, "browser:guessed-owner", api_name="/reopen")
     assert mallory.predict("browser:someone-else", api_name="/sessions")["data"] == []
     # Alice herself can reopen it.
-    chat, _ = alice.predict(sid, alice_owner, api_name="/reopen")
+    chat, *_ = alice.predict(sid, alice_owner, api_name="/reopen")
     assert "90%" in _text(chat[0])

@@ -20,6 +20,7 @@ from interviewer.session import Interview
 log = logging.getLogger(__name__)
 
 FULL_LOOP = "full-loop"
+_NO_CHANGE = (gr.update(), gr.update(), gr.update())  # the code panel, untouched while a reply streams
 ROUND_CHOICES = [(r.title, r.value) for r in Round if r is not Round.DEEP_DIVE] + [("Full loop", FULL_LOOP)]
 
 Chat = list[dict[str, str]]
@@ -75,19 +76,58 @@ class App:
         )
         return f"**Model answering:** {choice.display_name} ({local})"
 
+    def _coding(self, it: Interview | None) -> tuple[Any, Any, Any]:
+        """Show the code panel while the open question has a sandboxed task (and keep the editor's text)."""
+        q = it.question if it is not None and not it.finished else None
+        task_id = q.coding_task if q is not None else None
+        if not task_id:
+            return gr.update(visible=False), gr.update(), gr.update()
+        try:
+            from interviewer import checker
+
+            task = checker.get_task(task_id)
+        except InterviewerError as e:
+            return (
+                gr.update(visible=True),
+                gr.update(value=f"Coding task `{task_id}` is unavailable: {e}"),
+                gr.update(),
+            )
+        language = "cpp" if task.language == "cpp" else ("python" if task.language == "python" else None)
+        runs = it.state.code_runs.get(q.id) if it is not None and q is not None else None
+        editor = (
+            gr.update(language=language) if runs else gr.update(value=task.starter_code, language=language)
+        )
+        return (
+            gr.update(visible=True),
+            gr.update(value=f"**{task.title}** (`{task.id}`)\n\n{task.statement}"),
+            editor,
+        )
+
     # handlers ------------------------------------------------------------------------------------
     def start(
-        self, choice: str, per_round: int, owner: str | None, request: gr.Request
-    ) -> Iterator[tuple[Chat, str | None, str, str]]:
+        self, choice: str, per_round: int, weak_first: bool, owner: str | None, request: gr.Request
+    ) -> Iterator[tuple[Any, ...]]:
         owner = _owner(owner, request)
         rounds = [r.value for r in Round if r is not Round.DEEP_DIVE] if choice == FULL_LOOP else [choice]
         try:
-            it = Interview.start(self.rt.ports(owner), rounds, per_round=int(per_round))
+            ports = self.rt.ports(owner)
+            qids = None
+            if weak_first:
+                from interviewer.report import next_plan
+
+                qids = next_plan(ports.store, ports.bank, rounds, int(per_round), owner=owner)
+            it = Interview.start(ports, rounds, per_round=int(per_round), question_ids=qids)
             for text in it.advance():
-                yield [{"role": "assistant", "content": text}], it.session_id, owner, self._status(it)
+                yield (
+                    [{"role": "assistant", "content": text}],
+                    it.session_id,
+                    owner,
+                    self._status(it),
+                    *_NO_CHANGE,
+                )
         except InterviewerError as e:
             raise gr.Error(str(e)) from e
-        yield it.messages(), it.session_id, owner, self._status(it)
+        yield it.messages(), it.session_id, owner, self._status(it), *self._coding(it)
 
     def send(
         self, answer: str, sid: str | None, owner: str | None, request: gr.Request
@@ -101,15 +141,82 @@ class App:
             it.submit(answer)
         except InputError as e:
             gr.Warning(str(e))
-            yield it.messages(), answer, self._status(it)  # keep the text so nothing typed is lost
+            yield it.messages(), answer, self._status(it), *_NO_CHANGE  # keep the text: nothing typed is lost
             return
         except InterviewerError as e:
             raise gr.Error(str(e)) from e
         history = it.messages()
-        yield history, "", self._status(it)
+        yield history, "", self._status(it), *_NO_CHANGE
         for text in it.advance():
-            yield [*history, {"role": "assistant", "content": text}], "", self._status(it)
-        yield it.messages(), "", self._status(it)
+            yield [*history, {"role": "assistant", "content": text}], "", self._status(it), *_NO_CHANGE
+        yield it.messages(), "", self._status(it), *self._coding(it)
+
+    def run_tests(self, code: str, sid: str | None, owner: str | None, request: gr.Request) -> str:
+        """Run the open coding question's hidden tests in the sandbox; the verdict is stored with the turn."""
+        from interviewer import checker
+
+        try:
+            it = self._open(sid, _owner(owner, request))
+            q = it.question
+            if q is None or not q.coding_task:
+                raise InputError("the open question has no coding task")
+            verdict = checker.check(q.coding_task, code)
+            it.record_code_run(verdict.model_dump(mode="json"))
+        except InterviewerError as e:
+            raise gr.Error(str(e)) from e
+        lines = [
+            f"### {'✅ all tests passed' if verdict.passed else '❌ some tests failed'} ({verdict.seconds:.2f} s)"
+        ]
+        lines += [f"- ⚠ {w}" for w in verdict.warnings]
+        if verdict.error:
+            lines.append(f"- error: {verdict.error}")
+        lines += [
+            f"- {'✓' if t.passed else '✗'} **{t.name}**{': ' + t.message if t.message else ''}"
+            for t in verdict.tests
+        ]
+        lines.append("\nNow explain your solution in the answer box: the interviewer will ask why.")
+        return "\n".join(lines)
+
+    def show_report(self, sid: str | None, owner: str | None, request: gr.Request) -> tuple[str, list[str]]:
+        from interviewer.report import build_report, render_html, render_markdown
+
+        owner = _owner(owner, request)
+        if not sid:
+            raise gr.Error("no interview yet: start or reopen one first")
+        try:
+            rep = build_report(self.rt.store, self.rt.bank, sid, owner=owner, scorer=self.rt.scorer())
+        except InterviewerError as e:
+            raise gr.Error(str(e)) from e
+        out = self.rt.settings.data_dir / "reports"
+        out.mkdir(parents=True, exist_ok=True)
+        md = render_markdown(rep)
+        html_path, md_path = out / f"report-{sid}.html", out / f"report-{sid}.md"
+        html_path.write_text(render_html(rep), encoding="utf-8")
+        md_path.write_text(md, encoding="utf-8")
+        return md, [str(html_path), str(md_path)]
+
+    def progress(self, owner: str | None, request: gr.Request) -> tuple[Any, str]:
+        import pandas as pd
+
+        from interviewer.report import skill_map
+
+        points = skill_map(self.rt.store, self.rt.bank, owner=_owner(owner, request))
+        if not points:
+            return pd.DataFrame({"when": [], "score": [], "round": []}), "No scored answers yet."
+        df = pd.DataFrame(
+            {
+                "when": [dt.datetime.fromtimestamp(p.when) for p in points],
+                "score": [p.score for p in points],
+                "round": [Round(p.round).title for p in points],
+                "topic": [p.topic for p in points],
+            }
+        )
+        table = df.groupby(["round", "topic"])["score"].agg(["mean", "count", "last"]).reset_index()
+        lines = ["| round | topic | mean | answers | last |", "|---|---|---|---|---|"]
+        lines += [
+            f"| {r.round} | {r.topic} | {r.mean:.1f} | {r.count} | {r.last:.1f} |" for r in table.itertuples()
+        ]
+        return df, "\n".join(lines)
 
     def end_round(self, sid: str | None, owner: str | None, request: gr.Request) -> tuple[Chat, str]:
         owner = _owner(owner, request)
@@ -143,7 +250,7 @@ class App:
             for r in rows
         ]
 
-    def reopen(self, sid: str, owner: str | None, request: gr.Request) -> tuple[Chat, str, str]:
+    def reopen(self, sid: str, owner: str | None, request: gr.Request) -> tuple[Any, ...]:
         owner = _owner(owner, request)
         try:
             it = self._open(sid.strip(), owner)
@@ -153,7 +260,7 @@ class App:
         if it.awaiting == "interviewer" and not it.finished:
             it.advance_all()
             chat = it.messages()
-        return chat, it.session_id, self._status(it)
+        return chat, it.session_id, self._status(it), *self._coding(it)
 
     def test_connection(self, base_url: str, api_key: str) -> tuple[str, Any]:
         from interviewer.llm.client import test_connection
@@ -191,16 +298,39 @@ def build(runtime: Runtime) -> gr.Blocks:
                 per_round = gr.Slider(
                     1, 10, value=3, step=1, label="Questions per round", elem_id="per-round"
                 )
+                weak_first = gr.Checkbox(False, label="Favour my weak topics", elem_id="weak-first")
                 start_btn = gr.Button("Start", variant="primary", elem_id="start")
             status = gr.Markdown("", elem_id="status")
             timer_md = gr.Markdown("", elem_id="timer")
             chat = gr.Chatbot(label="Interview", height=480, elem_id="chat", sanitize_html=True)
+            with gr.Group(visible=False) as code_panel:
+                code_statement = gr.Markdown("", elem_id="code-statement")
+                code = gr.Code(label="Your code", language="python", lines=18, elem_id="code")
+                run_btn = gr.Button("Run tests", elem_id="run-tests")
+                verdict_md = gr.Markdown("", elem_id="verdict")
             answer = gr.Textbox(
                 label="Your answer", lines=4, placeholder="Type your answer…", elem_id="answer"
             )
             with gr.Row():
                 send_btn = gr.Button("Send", variant="primary", elem_id="send")
                 end_btn = gr.Button("End round", elem_id="end")
+        with gr.Tab("Report"):
+            report_btn = gr.Button("Show report for this interview", elem_id="show-report")
+            report_files = gr.File(
+                label="Download (HTML, Markdown)", file_count="multiple", elem_id="report-files"
+            )
+            report_md = gr.Markdown("", elem_id="report", sanitize_html=True)
+        with gr.Tab("Progress"):
+            progress_btn = gr.Button("Refresh", elem_id="refresh-progress")
+            skill_plot = gr.ScatterPlot(
+                x="when",
+                y="score",
+                color="round",
+                y_lim=[0, 4],
+                label="Scores over time",
+                elem_id="skill-plot",
+            )
+            skill_table = gr.Markdown("", elem_id="skill-table")
         with gr.Tab("Past sessions"):
             refresh = gr.Button("Refresh", elem_id="refresh-sessions")
             table = gr.Dataframe(
@@ -220,14 +350,23 @@ def build(runtime: Runtime) -> gr.Blocks:
             use_btn = gr.Button("Use this model", variant="primary", elem_id="use-model")
 
         demo.load(app.load, [owner], [owner, banner], api_name=False)
-        start_btn.click(app.start, [round_dd, per_round, owner], [chat, sid, owner, status], api_name="start")
-        send_evt = dict(fn=app.send, inputs=[answer, sid, owner], outputs=[chat, answer, status])
+        coding_out = [code_panel, code_statement, code]
+        start_btn.click(
+            app.start,
+            [round_dd, per_round, weak_first, owner],
+            [chat, sid, owner, status, *coding_out],
+            api_name="start",
+        )
+        send_evt = dict(fn=app.send, inputs=[answer, sid, owner], outputs=[chat, answer, status, *coding_out])
         send_btn.click(**send_evt, api_name="send")  # type: ignore[arg-type]
         answer.submit(**send_evt, api_name=False)  # type: ignore[arg-type]
         end_btn.click(app.end_round, [sid, owner], [chat, status], api_name="end_round")
         gr.Timer(1.0).tick(app.timer, [sid, owner], [timer_md], api_name=False, show_progress="hidden")
         refresh.click(app.list_sessions, [owner], [table], api_name="sessions")
-        reopen_btn.click(app.reopen, [reopen_id, owner], [chat, sid, status], api_name="reopen")
+        reopen_btn.click(app.reopen, [reopen_id, owner], [chat, sid, status, *coding_out], api_name="reopen")
+        run_btn.click(app.run_tests, [code, sid, owner], [verdict_md], api_name="run_tests")
+        report_btn.click(app.show_report, [sid, owner], [report_md, report_files], api_name="report")
+        progress_btn.click(app.progress, [owner], [skill_plot, skill_table], api_name="progress")
         test_btn.click(app.test_connection, [url, key], [conn, model_dd], api_name="test_connection")
         use_btn.click(app.use_model, [url, key, model_dd], [conn, banner], api_name="use_model")
     return demo
