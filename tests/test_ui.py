@@ -71,7 +71,8 @@ def test_round_through_gradio_client(live_app):
     report_md, files = client.predict(owner, api_name="/report")
     assert "# Feedback report" in report_md and "Practice signal" in report_md
     assert sorted(Path(f).suffix for f in files) == [".html", ".md"]
-    assert "<script>alert" not in Path([f for f in files if f.endswith(".html")][0]).read_text()
+    page = Path(next(f for f in files if f.endswith(".html"))).read_text()
+    assert "<script>alert" not in page and "&lt;script&gt;alert(1)" in page
     sessions = client.predict(owner, api_name="/sessions")
     assert len(sessions["data"]) == 1 and sessions["data"][0][3] in {"active", "completed"}
 
