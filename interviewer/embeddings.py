@@ -159,6 +159,38 @@ class MiniLMEmbedder:
             )
         return _normalise(vectors)
 
+    def embed_tokens(self, texts: list[str]) -> list[tuple[list[str], np.ndarray]]:
+        """Contextual word-piece vectors per text (unit rows, special tokens dropped), for token alignment.
+
+        Used by scoring (a BERTScore-style match of answer and reference); texts past the model's 256
+        word-pieces are truncated, so callers chunk long texts first.
+        """
+        if not texts:
+            return []
+        with self._lock:
+            if self._model is None:
+                self._model = self._load()
+            model = self._model
+            outputs = model.encode(
+                list(texts),
+                batch_size=self._batch_size,
+                output_value="token_embeddings",
+                convert_to_numpy=False,
+                show_progress_bar=False,
+            )
+            tokenizer = model.tokenizer
+            special = set(tokenizer.all_special_tokens)
+            result: list[tuple[list[str], np.ndarray]] = []
+            for text, vectors in zip(texts, outputs, strict=True):
+                ids = tokenizer(text, truncation=True, max_length=model.max_seq_length)["input_ids"]
+                tokens = tokenizer.convert_ids_to_tokens(ids)
+                array = vectors.detach().cpu().float().numpy()[: len(tokens)]
+                keep = [i for i, t in enumerate(tokens[: len(array)]) if t not in special]
+                result.append(
+                    ([tokens[i] for i in keep], _normalise(array[keep].reshape(len(keep), array.shape[1])))
+                )
+        return result
+
 
 _default: MiniLMEmbedder | None = None
 _default_lock = threading.Lock()
