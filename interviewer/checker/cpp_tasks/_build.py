@@ -1,0 +1,225 @@
+"""Compile and run C++ inside the sandbox: the shared plumbing of the C++ graders.
+
+Everything that touches candidate code (the compiler included: an ``#include`` of a hidden path would leak
+it through the error message) runs in the box. Trusted harness sources are compiled in the box too, once per
+process, and their object files reused, which halves the latency of a "Run tests".
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import shlex
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+from interviewer.checker.sandbox import Limits, RunResult
+from interviewer.errors import CheckerError, InputError
+
+CXX = "g++"
+BASE_FLAGS = ("-std=c++17", "-pipe")
+MAX_SOURCE_BYTES = 200_000
+BUILD_OK = "built.ok"
+BUILD_LOG = "build.log"
+# Compiling is trusted work but still runs in the box: give it room, it is not what we are timing.
+COMPILE_LIMITS = Limits(cpu_seconds=30.0, wall_seconds=60.0, memory_mb=1536)
+
+SeccompKind = Literal["strict", "sanitizer"]
+
+
+class SandboxLike(Protocol):
+    """The part of :class:`interviewer.checker.sandbox.Sandbox` the C++ graders use."""
+
+    def run(
+        self,
+        files: Mapping[str, bytes | str],
+        argv: Sequence[str],
+        limits: Limits = ...,
+        collect: Sequence[str] = (),
+        seccomp: SeccompKind = "strict",
+    ) -> RunResult: ...
+
+
+@dataclass(frozen=True)
+class BoxRun:
+    """One build-then-run in the box: whether the build succeeded, its log, and the run's data."""
+
+    built: bool
+    build_log: str
+    result: RunResult
+    files: dict[str, bytes] = field(default_factory=dict)
+
+    @property
+    def crashed(self) -> bool:
+        """The program did not exit normally with 0."""
+        r = self.result
+        return r.timed_out or r.killed_reason is not None or r.returncode != 0
+
+
+def check_source(code: str, what: str = "your code") -> str:
+    """Reject empty or oversized submissions before they reach the box."""
+    if not code.strip():
+        raise InputError(f"{what} is empty: paste your C++ solution and run the tests again")
+    if len(code.encode()) > MAX_SOURCE_BYTES:
+        raise InputError(f"{what} is over {MAX_SOURCE_BYTES // 1000} kB: submit only the solution")
+    return code
+
+
+_obj_cache: dict[str, bytes] = {}
+_obj_lock = threading.Lock()
+
+
+def harness_object(
+    sandbox: SandboxLike,
+    name: str,
+    source: str,
+    flags: Sequence[str],
+    headers: Mapping[str, str] | None = None,
+) -> bytes:
+    """The harness compiled to an object file in the box, cached per process by sources and flags."""
+    headers = dict(headers or {})
+    parts = [source, *flags, *(f"{k}\0{v}" for k, v in sorted(headers.items()))]
+    key = hashlib.sha256("\0".join(parts).encode()).hexdigest()
+    with _obj_lock:
+        hit = _obj_cache.get(key)
+    if hit is not None:
+        return hit
+    obj = f"{name}.o"
+    cmd = [CXX, *BASE_FLAGS, *flags, "-c", "-o", obj, f"{name}.cpp"]
+    res = sandbox.run({**headers, f"{name}.cpp": source}, cmd, COMPILE_LIMITS, collect=[obj])
+    if res.returncode != 0 or obj not in res.files:
+        if headers:
+            return b""  # the candidate changed a header the harness needs; the caller compiles in-box
+        raise CheckerError(
+            f"the hidden test harness '{name}' did not compile in the sandbox (exit {res.returncode}): "
+            f"{res.stderr.strip()[:800]}; check that g++ 12 is installed (`apt-get install -y g++`)"
+        )
+    with _obj_lock:
+        _obj_cache[key] = res.files[obj]
+    return res.files[obj]
+
+
+def build_and_run(
+    sandbox: SandboxLike,
+    files: Mapping[str, bytes | str],
+    compile_args: Sequence[str],
+    run_argv: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    limits: Limits = Limits(),  # noqa: B008 - frozen dataclass
+    collect: Sequence[str] = (),
+    seccomp: SeccompKind = "strict",
+    output: str = "prog",
+) -> BoxRun:
+    """Compile with ``g++ <compile_args> -o <output>`` and, if that worked, run ``run_argv``, in one box.
+
+    The build writes a marker file only on success, so a compile error is told apart from a program
+    that fails at run time without trusting anything the program prints.
+    """
+    build = shlex.join([CXX, *BASE_FLAGS, *compile_args, "-o", output])
+    env_prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in (env or {}).items())
+    run = f"{env_prefix} exec {shlex.join(run_argv)}".strip()
+    script = f"if {build} >{BUILD_LOG} 2>&1; then : >{BUILD_OK}; else exit 0; fi\n{run}\n"
+    res = sandbox.run(
+        files, ["/bin/sh", "-c", script], limits, collect=[BUILD_OK, BUILD_LOG, *collect], seccomp=seccomp
+    )
+    built = BUILD_OK in res.files
+    log = res.files.get(BUILD_LOG, b"").decode("utf-8", "replace")
+    if not built and res.timed_out:
+        log += f"\n(the build was stopped: {res.killed_reason})"
+    return BoxRun(built=built, build_log=log, result=res, files=res.files)
+
+
+_LOC = re.compile(r"^(?:/box/)?([\w.+-]+\.(?:cpp|hpp|h|cc)):(\d+)(?::\d+)?:")
+
+
+def compile_summary(log: str, max_lines: int = 25) -> str:
+    """The first errors of a g++ log, trimmed so the candidate sees what to fix first."""
+    lines = [ln for ln in log.splitlines() if ln.strip()]
+    errors = [i for i, ln in enumerate(lines) if " error: " in ln or "undefined reference" in ln]
+    start = max(0, errors[0] - 2) if errors else 0
+    shown = lines[start : start + max_lines]
+    more = len(lines) - start - len(shown)
+    text = "\n".join(shown)
+    if more > 0:
+        text += f"\n... ({more} more lines)"
+    return text or "(the compiler printed nothing)"
+
+
+def describe_failure(run: BoxRun, what: str = "your program") -> str:
+    """One sentence on how a run ended badly: time limit, signal, sanitizer, or exit status."""
+    r = run.result
+    if r.timed_out:
+        return f"{what} did not finish: stopped at the {r.killed_reason} (an infinite loop or a deadlock?)"
+    if r.killed_reason:
+        return f"{what} was stopped: {r.killed_reason}"
+    rc = r.returncode
+    if rc is None:
+        return f"{what} did not report an exit status"
+    sig = -rc if rc < 0 else rc - 128 if rc > 128 else None
+    if sig is not None:
+        names = {6: "SIGABRT (abort, e.g. a failed assert or std::terminate)", 8: "SIGFPE (division by zero?)",
+                 11: "SIGSEGV (invalid memory access)", 7: "SIGBUS (misaligned or out-of-range access)"}  # fmt: skip
+        return f"{what} crashed with {names.get(sig, f'signal {sig}')}"
+    return f"{what} exited with status {rc}"
+
+
+def tail(text: str, max_lines: int = 20, max_chars: int = 2000) -> str:
+    """The last lines of a stream, for a message."""
+    lines = text.strip().splitlines()[-max_lines:]
+    return "\n".join(lines)[-max_chars:]
+
+
+@dataclass(frozen=True)
+class Check:
+    """One named test and its outcome; converted to the checker's public verdict type in one place."""
+
+    name: str
+    passed: bool
+    message: str
+
+
+def build_many_and_run(
+    sandbox: SandboxLike,
+    files: Mapping[str, bytes | str],
+    sources: Sequence[str],
+    objects: Sequence[str],
+    flags: Sequence[str],
+    run_argv: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    limits: Limits = Limits(),  # noqa: B008 - frozen dataclass
+    collect: Sequence[str] = (),
+    seccomp: SeccompKind = "strict",
+    jobs: int = 2,
+) -> BoxRun:
+    """Compile each of ``sources`` to an object (``jobs`` at a time), link with ``objects``, run, in one box.
+
+    Each compile writes its own log; the logs are joined in source order, so errors read as if one
+    compiler invocation had printed them.
+    """
+    lines = ["ok=1"]
+    for k, src in enumerate(sources):
+        obj = f"{src}.o"
+        cmd = shlex.join([CXX, *BASE_FLAGS, *flags, "-c", "-o", obj, src])
+        lines.append(f"({cmd} >{src}.log 2>&1 || : >{src}.failed) &")
+        if (k + 1) % jobs == 0:
+            lines.append("wait")
+    lines.append("wait")
+    for src in sources:
+        lines.append(f"cat {shlex.quote(src)}.log >>{BUILD_LOG}; [ -e {shlex.quote(src)}.failed ] && ok=0")
+    link = shlex.join([CXX, *flags, "-o", "prog", *(f"{s}.o" for s in sources), *objects])
+    lines.append(f'[ "$ok" = 1 ] || exit 0\n{link} >>{BUILD_LOG} 2>&1 || exit 0\n: >{BUILD_OK}')
+    env_prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in (env or {}).items())
+    lines.append(f"{env_prefix} exec {shlex.join(run_argv)}".strip())
+    script = "\n".join(lines) + "\n"
+    res = sandbox.run(
+        files, ["/bin/sh", "-c", script], limits, collect=[BUILD_OK, BUILD_LOG, *collect], seccomp=seccomp
+    )
+    built = BUILD_OK in res.files
+    log = res.files.get(BUILD_LOG, b"").decode("utf-8", "replace")
+    if not built and res.timed_out:
+        log += f"\n(the build was stopped: {res.killed_reason})"
+    return BoxRun(built=built, build_log=log, result=res, files=res.files)

@@ -1,0 +1,312 @@
+"""Grader for ``cpp-debug-project``: a small thread-pool project with a logic error, a leak and a race.
+
+The candidate submits the files they changed, each after a ``// === file: NAME ===`` line; files they do
+not submit keep the shipped version. The project is built twice in the box, with AddressSanitizer +
+UndefinedBehaviorSanitizer (LeakSanitizer included) and with ThreadSanitizer, and both builds run the hidden
+driver on fresh random batches. The grader recomputes every summary itself and reads the sanitizers'
+reports; a run passes only if it finished (the driver's end marker carries a fresh nonce), its summaries
+are right, and no sanitizer spoke.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from interviewer.checker.cpp_tasks._build import (
+    BoxRun,
+    Check,
+    SandboxLike,
+    build_many_and_run,
+    compile_summary,
+    describe_failure,
+    harness_object,
+    tail,
+)
+from interviewer.checker.sandbox import Limits
+from interviewer.errors import InputError
+
+MARKER = re.compile(r"^[ \t]*//[ \t]*===[ \t]*file:[ \t]*(?P<name>[^\s=]+)[ \t]*===[ \t]*$", re.MULTILINE)
+HARNESS = "main.cpp"
+# Sanitizer runtimes read these hooks and attributes; a submission must not switch its own checks off.
+FORBIDDEN = re.compile(
+    r"__(?:asan|lsan|tsan|ubsan|msan|sanitizer)\w*|no_sanitize\w*|_default_options|"
+    r"no_sanitize_address|no_sanitize_thread|disable_sanitizer_instrumentation|"
+    r"ASAN_OPTIONS|LSAN_OPTIONS|TSAN_OPTIONS|UBSAN_OPTIONS"
+)
+COMMON = ("-O1", "-g", "-fno-omit-frame-pointer")
+ASAN_FLAGS = (*COMMON, "-fsanitize=address,undefined", "-fno-sanitize-recover=all")
+TSAN_FLAGS = (*COMMON, "-fsanitize=thread")
+# Environment options win over anything compiled in; exit codes tell the grader which tool fired.
+ASAN_ENV = {
+    "ASAN_OPTIONS": "detect_leaks=1:halt_on_error=1:exitcode=86:abort_on_error=0:allocator_may_return_null=1",
+    "LSAN_OPTIONS": "exitcode=87",
+    "UBSAN_OPTIONS": "halt_on_error=1:print_stacktrace=1:exitcode=88",
+}
+TSAN_ENV = {"TSAN_OPTIONS": "halt_on_error=1:exitcode=89:second_deadlock_stack=1"}
+RUN_LIMITS = Limits(cpu_seconds=20.0, wall_seconds=40.0, memory_mb=2048, address_space_limit=False)
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One sanitizer build of the project."""
+
+    name: str
+    flags: tuple[str, ...]
+    env: Mapping[str, str]
+
+
+VARIANTS = (
+    Variant("AddressSanitizer + LeakSanitizer + UBSan", ASAN_FLAGS, ASAN_ENV),
+    Variant("ThreadSanitizer", TSAN_FLAGS, TSAN_ENV),
+)
+_REPORT = re.compile(
+    r"ERROR: (AddressSanitizer|LeakSanitizer)|WARNING: ThreadSanitizer|runtime error:|ThreadSanitizer: "
+)
+
+
+def shipped_files(task_dir: Path) -> dict[str, str]:
+    """The project as shipped (with its bugs), by file name."""
+    return {
+        p.name: p.read_text(encoding="utf-8") for p in sorted((task_dir / "project").iterdir()) if p.is_file()
+    }
+
+
+def starter_text(task_dir: Path) -> str:
+    """All shipped files in the submission format: what the candidate starts editing."""
+    return join_files(shipped_files(task_dir))
+
+
+def join_files(files: Mapping[str, str]) -> str:
+    """Files in the submission format, one ``// === file: NAME ===`` line before each."""
+    return "".join(f"// === file: {name} ===\n{text.rstrip()}\n\n" for name, text in files.items())
+
+
+def split_submission(code: str, allowed: set[str]) -> dict[str, str]:
+    """The submitted files by name.
+
+    Raises:
+        InputError: no marker, text before the first marker, an unknown or repeated file name.
+    """
+    marks = list(MARKER.finditer(code))
+    if not marks:
+        raise InputError(
+            "no file markers found: put a line `// === file: NAME ===` before each file you changed "
+            f"(files: {', '.join(sorted(allowed))})"
+        )
+    if code[: marks[0].start()].strip():
+        raise InputError("there is text before the first `// === file: NAME ===` line: move it into a file")
+    out: dict[str, str] = {}
+    for k, m in enumerate(marks):
+        name = m.group("name")
+        if name == HARNESS:
+            raise InputError(f"{HARNESS} is the hidden test driver: submit only the project files")
+        if name not in allowed:
+            raise InputError(f"unknown file {name!r}: the project files are {', '.join(sorted(allowed))}")
+        if name in out:
+            raise InputError(f"{name} is submitted twice: keep one copy")
+        end = marks[k + 1].start() if k + 1 < len(marks) else len(code)
+        out[name] = code[m.end() : end].strip("\n") + "\n"
+    return out
+
+
+def _batches(rng: np.random.Generator) -> list[tuple[int, list[list[float]]]]:
+    """Scenarios (workers, batches). Values are multiples of 1/8, so every sum is exact in any order."""
+
+    def batch(lo: int, hi: int, n: int) -> list[float]:
+        return [float(v) / 8 for v in rng.integers(lo * 8, hi * 8, size=n)]
+
+    many = [batch(-1000, 1000, int(rng.integers(0, 40))) for _ in range(300)]
+    many[int(rng.integers(0, 300))] = batch(1, 5, 3)  # at least one non-empty batch
+    return [
+        (1, [batch(1, 100, 20)]),  # one positive batch, one worker
+        (2, [batch(-500, -1, 30) for _ in range(6)]),  # all negative: the maximum is negative
+        (4, many),  # many small batches, some empty, over four workers
+        (3, [batch(-50, 50, 1) for _ in range(40)] + [[]]),
+        # Long batches keep the workers busy at the same time, so ThreadSanitizer sees their accesses overlap.
+        (4, [batch(-1000, 1000, 4000) for _ in range(32)]),
+    ]
+
+
+def expected(batches: list[list[float]]) -> tuple[int, float, float, float, float]:
+    """count, sum, min, max, mean as the project should report them."""
+    values = [v for b in batches for v in b]
+    total = float(sum(values))
+    return len(values), total, min(values), max(values), total / len(values)
+
+
+def _input(nonce: int, scenarios: list[tuple[int, list[list[float]]]]) -> str:
+    lines = [f"{nonce} {len(scenarios)}"]
+    for workers, batches in scenarios:
+        lines.append(f"{workers} {len(batches)}")
+        lines += [" ".join([str(len(b)), *(repr(v) for v in b)]) for b in batches]
+    return "\n".join(lines) + "\n"
+
+
+def _check_summaries(
+    stdout: str, nonce: int, scenarios: list[tuple[int, list[list[float]]]], stopped_by: str | None = None
+) -> str | None:
+    """None when every summary is right and the run reached its end marker, else the first problem.
+
+    ``stopped_by`` names the sanitizer that ended the run: missing summaries are then blamed on it, and
+    the end marker is not required (the leak check runs just before it).
+    """
+    got: dict[int, list[str]] = {}
+    finished = False
+    for line in stdout.splitlines():
+        parts = line.split()
+        if parts[:1] == ["summary"] and len(parts) == 7 and parts[1].isdigit():
+            got.setdefault(int(parts[1]), parts[2:])
+        elif parts == ["end", str(nonce)]:
+            finished = True
+    names = ("count", "sum", "min", "max", "mean")
+    for s, (workers, batches) in enumerate(scenarios):
+        if s not in got:
+            if stopped_by:
+                return f"not all tests ran: {stopped_by} stopped the program during test {s + 1} (see its report)"
+            return f"no summary for test {s + 1} ({len(batches)} batches, {workers} workers)"
+        want = expected(batches)
+        try:
+            have = [float(x) for x in got[s]]
+        except ValueError:
+            return f"test {s + 1}: unreadable summary {' '.join(got[s])!r}"
+        for name, w, h in zip(names, want, have, strict=True):
+            if not np.isclose(h, w, rtol=1e-12, atol=0.0):
+                return (
+                    f"test {s + 1} ({len(batches)} batches, {workers} workers): {name} is {h:.17g}, "
+                    f"expected {w:.17g}"
+                )
+    if not finished and not stopped_by:
+        return "the driver did not reach its end (the program exited early or hung)"
+    return None
+
+
+_FRAME = re.compile(
+    r"#\d+ (?:0x[0-9a-f]+ in )?(?P<fn>.+?) (?:/box/)?(?P<file>[\w.+-]+\.(?:cpp|hpp)):(?P<line>\d+)"
+)
+
+
+def _sanitizer_report(stderr: str, project: set[str]) -> str | None:
+    """The report's headline and the project frames under it, if a sanitizer reported anything."""
+    lines = stderr.splitlines()
+    for i, line in enumerate(lines):
+        if not _REPORT.search(line):
+            continue
+        head = re.sub(r"^==\d+==", "", line).strip()
+        head = re.sub(r" on address 0x[0-9a-f]+.*| \(pid=\d+\)", "", head)
+        frames: list[str] = []
+        for ln in lines[i + 1 : i + 80]:
+            if ln.startswith("SUMMARY:"):
+                break
+            m = _FRAME.search(ln)
+            if not m or m.group("file") not in project:
+                continue
+            fn = m.group("fn").split("(")[0] or "?"
+            fn = "a lambda" if fn == "operator" else fn
+            entry = f"  at {m.group('file')}:{m.group('line')} in {fn}"
+            if ln.lstrip().startswith(("Previous", "Location")) or not frames or entry != frames[-1]:
+                frames.append(entry)
+        unique = list(dict.fromkeys(frames))[:6]
+        return "\n".join([head, *unique])
+    return None
+
+
+def _run_variant(
+    sandbox: SandboxLike, variant: Variant, project: dict[str, str], inp: str, main_obj: bytes
+) -> BoxRun:
+    sources = sorted(n for n in project if n.endswith(".cpp"))
+    files: dict[str, str | bytes] = {**project, "input.txt": inp}
+    objects: list[str] = []
+    if main_obj:
+        files["main.o"] = main_obj
+        objects.append("main.o")
+    else:
+        sources.append(HARNESS)
+    return build_many_and_run(
+        sandbox, files, sources, objects, variant.flags, ["./prog", "input.txt"],
+        env=variant.env, limits=RUN_LIMITS, seccomp="sanitizer",
+    )  # fmt: skip
+
+
+def grade_checks(task_dir: Path, code: str, sandbox: SandboxLike, seed: int | None = None) -> list[Check]:
+    """Every check of the task, in order."""
+    shipped = shipped_files(task_dir)
+    submitted = split_submission(code, set(shipped))
+    project = shipped | submitted
+    for name, text in submitted.items():
+        m = FORBIDDEN.search(text)
+        if m:
+            raise InputError(
+                f"{name} mentions {m.group(0)!r}: sanitizer hooks and attributes are not allowed, "
+                "fix the bug instead of silencing the tool"
+            )
+    harness = (task_dir / HARNESS).read_text(encoding="utf-8")
+    headers = {n: t for n, t in project.items() if not n.endswith(".cpp")}
+    seed = secrets.randbits(62) if seed is None else seed
+    rng = np.random.default_rng(seed)
+    scenarios = _batches(rng)
+    nonce = secrets.randbits(60)
+    inp = _input(nonce, scenarios)
+
+    def one(v: Variant) -> BoxRun:
+        main_obj = harness_object(sandbox, f"debug_main_{v.name[:4].lower()}", harness, v.flags, headers)
+        return _run_variant(sandbox, v, project, inp, main_obj)
+
+    # Both builds at once: they are independent, and the machine has two cores.
+    with ThreadPoolExecutor(max_workers=len(VARIANTS)) as pool:
+        runs = list(pool.map(one, VARIANTS))
+    if not runs[0].built:
+        return [Check("compiles", False, "compile error:\n" + compile_summary(runs[0].build_log))]
+    checks = [Check("compiles", True, "builds with AddressSanitizer and with ThreadSanitizer")]
+    asan, tsan = runs
+    names = set(project)
+    report = _sanitizer_report(asan.result.stderr, names)
+    stopped = "AddressSanitizer" if report else None
+    problem = _check_summaries(asan.result.stdout, nonce, scenarios, stopped)
+    if problem and report is None and asan.crashed:
+        problem = f"{problem}: {describe_failure(asan)}\n{tail(asan.result.stderr, 8)}"
+    checks.append(
+        Check("results", problem is None, problem or "every summary matches (count, sum, min, max, mean)")
+    )
+    checks.append(_sanitizer_check("AddressSanitizer + LeakSanitizer + UBSan", asan, report))
+    if not tsan.built:
+        checks.append(
+            Check(
+                "ThreadSanitizer",
+                False,
+                "the ThreadSanitizer build failed:\n" + compile_summary(tsan.build_log),
+            )
+        )
+    else:
+        tsan_report = _sanitizer_report(tsan.result.stderr, names)
+        checks.append(_sanitizer_check("ThreadSanitizer", tsan, tsan_report))
+        tsan_problem = _check_summaries(
+            tsan.result.stdout, nonce, scenarios, "ThreadSanitizer" if tsan_report else None
+        )
+        if tsan_problem and problem is None and tsan_report is None:
+            checks.append(Check("results under ThreadSanitizer", False, tsan_problem))
+    return checks
+
+
+def _sanitizer_check(name: str, run: BoxRun, report: str | None) -> Check:
+    if report is not None:
+        kind = (
+            "memory leak"
+            if "LeakSanitizer" in report
+            else "data race"
+            if "ThreadSanitizer" in report
+            else "error"
+        )
+        return Check(name, False, f"{name} found a {kind}:\n{report}")
+    r = run.result
+    if r.timed_out or r.killed_reason or r.returncode != 0:
+        return Check(
+            name, False, f"{describe_failure(run, 'the sanitized build')}\n{tail(r.stderr, 8)}".strip()
+        )
+    return Check(name, True, "clean run: no report")

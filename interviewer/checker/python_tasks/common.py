@@ -1,0 +1,222 @@
+"""Shared grading machinery for Python tasks: ship inputs into the box, read data back, compare outside."""
+
+from __future__ import annotations
+
+import ast
+import io
+import json
+import sys
+import time
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from interviewer.checker.models import TaskInfo, TestResult, Verdict
+from interviewer.checker.sandbox import Limits, RunResult, Sandbox
+
+HARNESS = Path(__file__).with_name("harness_box.py")
+_MAX_NPZ_BYTES = 64 * 1024 * 1024
+
+
+@dataclass
+class Case:
+    """One hidden test: the candidate's function called with these arguments."""
+
+    name: str
+    func: str
+    arrays: dict[str, np.ndarray] = field(default_factory=dict)
+    scalars: dict[str, Any] = field(default_factory=dict)
+    json: bool = False  # the result is lists/numbers (JSON), not arrays
+
+    def describe(self) -> str:
+        """The input, briefly, for a failure message."""
+        parts = [f"{k} shape {tuple(v.shape)} {v.dtype}" for k, v in self.arrays.items()]
+        parts += [f"{k}={v!r}" for k, v in self.scalars.items()]
+        return ", ".join(parts)
+
+
+@dataclass
+class CaseOutput:
+    """What came back for one case: arrays, a JSON value, or an error text."""
+
+    arrays: list[np.ndarray] | None = None
+    value: Any = None
+    error: str | None = None
+
+
+def syntax_error(code: str) -> str | None:
+    """The first syntax error as a message, parsed here (nothing is executed)."""
+    try:
+        ast.parse(code)
+    except SyntaxError as e:
+        return f"syntax error at line {e.lineno}: {e.msg}"
+    return None
+
+
+_LOOP_NODES: dict[type, str] = {
+    ast.For: "for loop",
+    ast.AsyncFor: "async for loop",
+    ast.While: "while loop",
+    ast.ListComp: "list comprehension",
+    ast.SetComp: "set comprehension",
+    ast.DictComp: "dict comprehension",
+    ast.GeneratorExp: "generator expression",
+}
+_HIDDEN_LOOPS = {"vectorize", "frompyfunc", "apply_along_axis", "apply_over_axes", "map", "fromiter"}
+
+
+def find_loops(code: str) -> list[tuple[int, str]]:
+    """Python-level loops in ``code`` (statements, comprehensions, np.vectorize & co.), by line."""
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(code)):
+        kind = _LOOP_NODES.get(type(node))
+        if kind:
+            found.append((node.lineno, kind))
+        elif isinstance(node, ast.Call):
+            f = node.func
+            name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+            if name in _HIDDEN_LOOPS:
+                found.append((node.lineno, f"{name}() (a Python-level loop)"))
+    return sorted(found)
+
+
+def _npz_arrays(data: bytes) -> list[np.ndarray]:
+    """Arrays from an untrusted .npz: size-checked before decompression, no pickle, numeric dtypes only."""
+    with zipfile.ZipFile(io.BytesIO(data)) as zf:
+        if sum(i.file_size for i in zf.infolist()) > _MAX_NPZ_BYTES:
+            raise ValueError("the returned arrays are larger than 64 MiB")
+    with np.load(io.BytesIO(data), allow_pickle=False) as npz:
+        keys = sorted(npz.files, key=lambda k: int(k[1:]) if k[1:].isdigit() else 1 << 30)
+        out = [np.array(npz[k]) for k in keys]
+    for a in out:
+        if a.dtype.kind not in "biufc":
+            raise ValueError(f"returned dtype {a.dtype}; expected numbers")
+    return out
+
+
+def run_cases(
+    sandbox: Sandbox, code: str, cases: list[Case], limits: Limits, *, torch: bool = False
+) -> tuple[dict[str, CaseOutput], RunResult]:
+    """Run every case in one sandbox run; return per-case outputs (missing cases get an error)."""
+    inputs: dict[str, np.ndarray] = {}
+    for c in cases:
+        for k, v in c.arrays.items():
+            inputs[f"{c.name}__{k}"] = v
+    buf = io.BytesIO()
+    np.savez(buf, **inputs)  # type: ignore[arg-type]
+    spec = {
+        "torch": torch,
+        "cases": [
+            {"name": c.name, "func": c.func, "arrays": list(c.arrays), "scalars": c.scalars, "json": c.json}
+            for c in cases
+        ],
+    }
+    files: dict[str, bytes | str] = {
+        "solution.py": code,
+        "harness.py": HARNESS.read_bytes(),
+        "inputs.npz": buf.getvalue(),
+        "spec.json": json.dumps(spec),
+    }
+    collect = ["results.jsonl"] + [f"out{i}.npz" for i in range(len(cases))]
+    run = sandbox.run(files, [sys.executable, "-I", "harness.py"], limits=limits, collect=collect)
+    return parse_outputs(run, cases), run
+
+
+def parse_outputs(run: RunResult, cases: list[Case]) -> dict[str, CaseOutput]:
+    """Match the box's data to the cases; anything malformed or missing becomes that case's error."""
+    records: dict[str, dict[str, Any]] = {}
+    import_error: str | None = None
+    for line in run.files.get("results.jsonl", b"").decode("utf-8", "replace").splitlines():
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if not isinstance(rec, dict) or not isinstance(rec.get("case"), str):
+            continue
+        if rec["case"] == "__import__":
+            import_error = str(rec.get("error", "import failed"))
+        records.setdefault(rec["case"], rec)  # first record wins: later lines cannot overwrite
+    out: dict[str, CaseOutput] = {}
+    for i, c in enumerate(cases):
+        rec = records.get(c.name)
+        if import_error is not None:
+            out[c.name] = CaseOutput(error=f"importing your code failed: {import_error}")
+        elif rec is None:
+            out[c.name] = CaseOutput(error=missing_reason(run))
+        elif "error" in rec:
+            out[c.name] = CaseOutput(error=str(rec["error"])[:1000])
+        elif c.json:
+            out[c.name] = CaseOutput(value=rec.get("value"))
+        else:
+            data = run.files.get(f"out{i}.npz")
+            if data is None:
+                out[c.name] = CaseOutput(error="no output arrays came back for this case")
+                continue
+            try:
+                out[c.name] = CaseOutput(arrays=_npz_arrays(data))
+            except Exception as e:  # a malformed or hostile file is a failed case, never a crash
+                out[c.name] = CaseOutput(error=f"the returned data is unusable ({e})")
+    return out
+
+
+def missing_reason(run: RunResult) -> str:
+    """Why a case produced no result: a limit, a crash, or an early exit."""
+    if run.killed_reason:
+        return f"no result: the run was stopped ({run.killed_reason})"
+    tail = run.stderr.strip().splitlines()[-1:] if run.stderr.strip() else []
+    if run.returncode not in (0, None):
+        return f"no result: the process died (exit {run.returncode}){': ' + tail[0] if tail else ''}"
+    return "no result: the program exited before this case ran (an early exit does not pass)"
+
+
+def compare_array(
+    got: np.ndarray,
+    expected: np.ndarray,
+    case: Case,
+    *,
+    rtol: float = 1e-5,
+    atol: float = 1e-6,
+    what: str = "",
+) -> str | None:
+    """None when equal within tolerance, else a message with shape, dtype, max abs error and the input."""
+    label = f"{what} " if what else ""
+    if got.shape != expected.shape:
+        return f"{label}shape {tuple(got.shape)}, expected {tuple(expected.shape)} (input: {case.describe()})"
+    if expected.dtype.kind == "f" and got.dtype.kind not in "fiu":
+        return f"{label}dtype {got.dtype}, expected a float array"
+    g = got.astype(np.float64)
+    e = expected.astype(np.float64)
+    if not np.all(np.isfinite(g)) and np.all(np.isfinite(e)):
+        bad = np.argwhere(~np.isfinite(g))[0]
+        return f"{label}non-finite value at index {tuple(int(i) for i in bad)} (input: {case.describe()})"
+    if np.allclose(g, e, rtol=rtol, atol=atol, equal_nan=True):
+        return None
+    err = np.abs(g - e)
+    err = np.where(np.isnan(err), np.inf, err)
+    idx = tuple(int(i) for i in np.unravel_index(int(np.argmax(err)), err.shape))
+    return (
+        f"{label}max abs error {float(err[idx]):.3g} at index {idx} (got {g[idx]:.6g}, expected {e[idx]:.6g}; "
+        f"tolerance rtol={rtol:g}, atol={atol:g}); input: {case.describe()}"
+    )
+
+
+def verdict(task: TaskInfo, tests: list[TestResult], start: float, *, warnings: list[str] | None = None,
+            error: str | None = None) -> Verdict:  # fmt: skip
+    """Assemble the verdict (``passed`` is derived from the tests)."""
+    return Verdict(
+        task_id=task.id,
+        tests=tests,
+        seconds=time.monotonic() - start,
+        warnings=warnings or [],
+        error=error,
+    )
+
+
+def run_error(run: RunResult) -> str | None:
+    """A whole-run problem worth stating on the verdict (a limit hit)."""
+    if run.killed_reason:
+        return f"your code was stopped: {run.killed_reason}"
+    return None

@@ -1,0 +1,93 @@
+"""Runs INSIDE the sandbox: import the candidate's solution.py, call it on each case, write data only.
+
+Nothing here decides a pass: it writes each case's outputs to ``out<i>.npz`` (plain numeric arrays) or a JSON
+value to ``results.jsonl``; the grader outside compares them with the values it computed itself.
+"""
+
+import importlib.util
+import json
+import os
+import sys
+import traceback
+
+import numpy as np
+
+
+def _load(path):
+    spec = importlib.util.spec_from_file_location("solution", path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["solution"] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _short_tb(exc):
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename.endswith("solution.py")]
+    where = f" (solution.py line {frames[-1].lineno})" if frames else ""
+    text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    return text[:800] + where
+
+
+def _to_numpy(x, torch):
+    if torch is not None and isinstance(x, torch.Tensor):
+        x = x.detach().cpu()
+        if x.dtype == torch.bfloat16:
+            x = x.float()
+        x = x.numpy()
+    a = np.asarray(x)
+    if a.dtype.kind not in "biufc":
+        raise TypeError(f"returned {type(x).__name__} with dtype {a.dtype}; expected a numeric array")
+    return np.ascontiguousarray(a)
+
+
+def _jsonable(x):
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    if isinstance(x, np.generic):
+        return x.item()
+    if isinstance(x, (bool, int, float, str)) or x is None:
+        return x
+    raise TypeError(f"returned a {type(x).__name__}; expected lists of numbers")
+
+
+def main():
+    with open("spec.json") as fh:
+        spec = json.load(fh)
+    torch = None
+    if spec.get("torch"):
+        import torch
+
+        torch.set_num_threads(int(spec.get("threads", 2)))
+    inputs = np.load("inputs.npz", allow_pickle=False)
+    res = open("results.jsonl", "w")  # noqa: SIM115 - kept open for the whole run, flushed per line
+
+    def emit(d):
+        res.write(json.dumps(d) + "\n")
+        res.flush()
+
+    try:
+        mod = _load(os.path.abspath("solution.py"))
+    except BaseException as e:
+        emit({"case": "__import__", "error": _short_tb(e)})
+        return
+    for i, case in enumerate(spec["cases"]):
+        kwargs = dict(case.get("scalars", {}))
+        for arg in case.get("arrays", []):
+            a = np.array(inputs[f"{case['name']}__{arg}"])
+            kwargs[arg] = torch.from_numpy(a) if torch is not None and case.get("as_tensor", True) else a
+        try:
+            fn = getattr(mod, case["func"])
+            out = fn(**kwargs)
+            if case.get("json"):
+                emit({"case": case["name"], "value": _jsonable(out)})
+                continue
+            outs = out if isinstance(out, tuple) else (out,)
+            arrays = {f"r{j}": _to_numpy(o, torch) for j, o in enumerate(outs)}
+            np.savez(f"out{i}.npz", **arrays)
+            emit({"case": case["name"], "n": len(arrays)})
+        except BaseException as e:
+            emit({"case": case["name"], "error": _short_tb(e)})
+
+
+if __name__ == "__main__":
+    main()
