@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
+from interviewer.checker.models import TestResult, Verdict
 from interviewer.checker.sandbox import Limits, RunResult
 from interviewer.errors import CheckerError, InputError
 
@@ -223,3 +224,13 @@ def build_many_and_run(
     if not built and res.timed_out:
         log += f"\n(the build was stopped: {res.killed_reason})"
     return BoxRun(built=built, build_log=log, result=res, files=res.files)
+
+
+def to_verdict(task_id: str, checks: Sequence[Check], seconds: float) -> Verdict:
+    """The public verdict: a failed build is an error (the code could not run), the rest are tests."""
+    if checks and checks[0].name == "compiles" and not checks[0].passed:
+        return Verdict(task_id=task_id, error=checks[0].message, seconds=seconds)
+    tests = [
+        TestResult(name=c.name, passed=c.passed, message=c.message) for c in checks if c.name != "compiles"
+    ]
+    return Verdict(task_id=task_id, tests=tests, seconds=seconds)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import secrets
+import time
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -28,8 +29,10 @@ from interviewer.checker.cpp_tasks._build import (
     describe_failure,
     harness_object,
     tail,
+    to_verdict,
 )
-from interviewer.checker.sandbox import Limits
+from interviewer.checker.models import TaskInfo, Verdict
+from interviewer.checker.sandbox import Limits, Sandbox
 from interviewer.errors import InputError
 
 MARKER = re.compile(r"^[ \t]*//[ \t]*===[ \t]*file:[ \t]*(?P<name>[^\s=]+)[ \t]*===[ \t]*$", re.MULTILINE)
@@ -296,17 +299,17 @@ def grade_checks(task_dir: Path, code: str, sandbox: SandboxLike, seed: int | No
 
 def _sanitizer_check(name: str, run: BoxRun, report: str | None) -> Check:
     if report is not None:
-        kind = (
-            "memory leak"
-            if "LeakSanitizer" in report
-            else "data race"
-            if "ThreadSanitizer" in report
-            else "error"
-        )
-        return Check(name, False, f"{name} found a {kind}:\n{report}")
+        return Check(name, False, f"{name} reported a problem:\n{report}")
     r = run.result
     if r.timed_out or r.killed_reason or r.returncode != 0:
         return Check(
             name, False, f"{describe_failure(run, 'the sanitized build')}\n{tail(r.stderr, 8)}".strip()
         )
     return Check(name, True, "clean run: no report")
+
+
+def grade(task: TaskInfo, code: str, sandbox: Sandbox) -> Verdict:
+    """The runner entry point (see interviewer/checker/README.md)."""
+    start = time.monotonic()
+    checks = grade_checks(task.path, code, sandbox)
+    return to_verdict(task.id, checks, time.monotonic() - start)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import random
 import secrets
+import time
 from collections import Counter, deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -21,8 +22,10 @@ from interviewer.checker.cpp_tasks._build import (
     compile_summary,
     describe_failure,
     tail,
+    to_verdict,
 )
-from interviewer.checker.sandbox import Limits
+from interviewer.checker.models import TaskInfo, Verdict
+from interviewer.checker.sandbox import Limits, Sandbox
 
 FLAGS = ("-O1",)
 RUN_LIMITS = Limits(cpu_seconds=6.0, wall_seconds=12.0, memory_mb=1024)
@@ -312,3 +315,10 @@ def grade_checks(task_dir: Path, code: str, sandbox: SandboxLike, seed: int | No
     if run.result.timed_out:
         checks.append(Check("time limit", False, describe_failure(run)))
     return checks
+
+
+def grade(task: TaskInfo, code: str, sandbox: Sandbox) -> Verdict:
+    """The runner entry point (see interviewer/checker/README.md)."""
+    start = time.monotonic()
+    checks = grade_checks(task.path, code, sandbox)
+    return to_verdict(task.id, checks, time.monotonic() - start)

@@ -7,6 +7,7 @@ every input from the seed, checks the buffers against ``A.T`` with NumPy, and ju
 from __future__ import annotations
 
 import secrets
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,8 +23,10 @@ from interviewer.checker.cpp_tasks._build import (
     describe_failure,
     harness_object,
     tail,
+    to_verdict,
 )
-from interviewer.checker.sandbox import Limits
+from interviewer.checker.models import TaskInfo, Verdict
+from interviewer.checker.sandbox import Limits, Sandbox
 
 FLAGS = ("-O2",)
 GUARD = 64
@@ -238,3 +241,10 @@ def _speed_check(
         "correct, but not measurably faster than the naive transpose: " + detail + ". Walk the matrix in "
         "square tiles (e.g. 32x32) so each tile of src and dst stays in cache while it is copied.",
     )
+
+
+def grade(task: TaskInfo, code: str, sandbox: Sandbox) -> Verdict:
+    """The runner entry point (see interviewer/checker/README.md)."""
+    start = time.monotonic()
+    checks = grade_checks(task.path, code, sandbox)
+    return to_verdict(task.id, checks, time.monotonic() - start)
