@@ -1,0 +1,126 @@
+"""Retrieval quality and speed over the real question bank with the real MiniLM embedder.
+
+For each question the query is its text; the hits are the top-k knowledge chunks (kind="knowledge"), and a
+question's own documents are the ``knowledge:`` links in its rubric.
+
+- recall@5: share of (question, linked document) pairs whose document is a source of the top-5 knowledge chunks
+- hit@1:    share of questions whose top knowledge chunk comes from one of its own documents
+- MRR@10:   mean of 1/rank of the first chunk from an own document among the top 10 (0 when absent)
+- build:    a full index build (chunk + embed + add) into a fresh Chroma folder, model already loaded
+- latency:  per query, median and p95, end to end (embed + search) and search only (precomputed vector)
+
+Run: .venv/bin/python benchmarks/bench_retrieval.py [--content DIR] [--variants] [--round-filter]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from interviewer.config import Settings
+from interviewer.content.loader import load_bank
+from interviewer.embeddings import MiniLMEmbedder
+from interviewer.retrieval import Retriever, chunk_bank
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _pct(values: list[float], q: float) -> float:
+    s = sorted(values)
+    return s[min(len(s) - 1, round(q * (len(s) - 1)))]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--content", type=Path, default=REPO, help="content root holding rubrics/ and knowledge/")
+    ap.add_argument("--variants", action="store_true", help="also query with every variant of each question")
+    ap.add_argument("--round-filter", action="store_true", help="restrict each query to the question's round")
+    ap.add_argument("--repeats", type=int, default=3, help="latency passes over all queries")
+    args = ap.parse_args()
+
+    bank = load_bank(args.content)
+    chunks = chunk_bank(bank)
+    embedder = MiniLMEmbedder()
+    t0 = time.perf_counter()
+    embedder.load()
+    load_s = time.perf_counter() - t0
+
+    with tempfile.TemporaryDirectory() as tmp:
+        settings = Settings(content_dir=args.content, data_dir=Path(tmp))
+        r = Retriever(settings, embedder=embedder, bank=bank, progress=False)
+        report = r.build(force=True)
+
+        queries: list[tuple[str, str, set[str], str]] = []  # (question id, text, own docs, round)
+        for q in bank.questions.values():
+            texts = [q.question, *(q.variants if args.variants else [])]
+            queries += [(q.id, t, set(q.knowledge), q.round.value) for t in texts]
+
+        found = total = hit1 = 0
+        rr: list[float] = []
+        misses: list[str] = []
+        for qid, text, own, round_ in queries:
+            hits = r.retrieve(text, k=10, kind="knowledge", round=round_ if args.round_filter else None)
+            sources = [p.source for p in hits]
+            top5 = set(sources[:5])
+            total += len(own)
+            found += len(own & top5)
+            hit1 += bool(sources and sources[0] in own)
+            rank = next((i for i, s in enumerate(sources, 1) if s in own), None)
+            rr.append(1.0 / rank if rank else 0.0)
+            misses += [f"{qid}: {d} (top: {sources[0] if sources else '-'})" for d in sorted(own - top5)]
+
+        vectors = embedder.embed([t for _, t, _, _ in queries])
+        end_to_end: list[float] = []
+        search_only: list[float] = []
+        for _ in range(args.repeats):
+            for (_, text, _, _), vec in zip(queries, vectors, strict=True):
+                t = time.perf_counter()
+                r.retrieve(text, k=5, kind="knowledge")
+                end_to_end.append((time.perf_counter() - t) * 1000)
+                t = time.perf_counter()
+                r.search(vec, k=5, kind="knowledge")
+                search_only.append((time.perf_counter() - t) * 1000)
+
+    n_know = sum(c.kind == "knowledge" for c in chunks)
+    rows = [
+        ("questions / queries", f"{len(bank.questions)} / {len(queries)}"),
+        ("chunks (knowledge + rubric)", f"{len(chunks)} ({n_know} + {len(chunks) - n_know})"),
+        ("query filter", "round + kind=knowledge" if args.round_filter else "kind=knowledge only"),
+        ("recall@5", f"{found / total:.3f}  ({found}/{total} question-document pairs)"),
+        ("hit@1", f"{hit1 / len(queries):.3f}"),
+        ("MRR@10", f"{statistics.fmean(rr):.3f}"),
+        ("model load + sha256 check", f"{load_s:.1f} s"),
+        (
+            "index build (whole bank)",
+            f"{report.seconds:.1f} s  ({report.chunks / report.seconds:.0f} chunks/s)",
+        ),
+        (
+            "latency end to end, median / p95",
+            f"{statistics.median(end_to_end):.1f} / {_pct(end_to_end, 0.95):.1f} ms",
+        ),
+        (
+            "latency search only, median / p95",
+            f"{statistics.median(search_only):.1f} / {_pct(search_only, 0.95):.1f} ms",
+        ),
+        ("load average (1 min) at the end", f"{os.getloadavg()[0]:.2f} on {os.cpu_count()} cores"),
+    ]
+    width = max(len(k) for k, _ in rows)
+    print(f"{'metric':<{width}}  value")
+    print(f"{'-' * width}  {'-' * 40}")
+    for k, v in rows:
+        print(f"{k:<{width}}  {v}")
+    if misses:
+        print("\nmisses (question: own document not in top 5):")
+        for m in misses:
+            print("  " + m)
+    print("\ncommand: .venv/bin/python benchmarks/bench_retrieval.py " + " ".join(sys.argv[1:]))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
