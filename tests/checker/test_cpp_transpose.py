@@ -1,0 +1,108 @@
+"""cpp-tiled-transpose: the reference passes; untiled, edge-broken and square-only versions fail clearly."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from interviewer.checker import check, get_task
+from interviewer.checker.cpp_tasks import transpose as T
+from interviewer.checker.sandbox import Sandbox
+
+TASK = "cpp-tiled-transpose"
+
+
+def _reference() -> str:
+    return get_task(TASK).reference_code()
+
+
+def _failing(verdict_tests: list, name_part: str) -> str:
+    bad = [t for t in verdict_tests if not t.passed]
+    assert bad, "expected a failing test"
+    hit = [t for t in bad if name_part in t.name]
+    assert hit, f"no failing test named like {name_part!r}: {[t.name for t in bad]}"
+    return hit[0].message
+
+
+def test_source_matrix_matches_the_harness_generator() -> None:
+    # splitmix64 of (seed + 1 * golden) for seed 0 is a published test vector: 0xE220A8397B1DCDAF.
+    first = T._mix(0, 1)[0]
+    assert int(first) == 0xE220A8397B1DCDAF
+    m = T.source_matrix(7, 3, 5)
+    assert m.shape == (3, 5) and m.dtype == np.float32 and float(m.max()) < 65536
+
+
+def test_shape_check_names_the_first_wrong_element_and_guard_writes() -> None:
+    rows, cols = 3, 4
+    want = T.source_matrix(11, rows, cols).T.reshape(-1)
+    guard = np.full(T.GUARD, T.GUARD_VALUE, dtype=np.float32)
+    good = np.concatenate([guard, want, guard])
+    assert T._check_shape(11, 0, rows, cols, good) is None
+    bad = good.copy()
+    bad[T.GUARD + 5] = T.UNWRITTEN
+    msg = T._check_shape(11, 0, rows, cols, bad)
+    assert msg is not None and "dst[1][2]" in msg and "never written" in msg
+    over = good.copy()
+    over[T.GUARD + rows * cols] = 1.0
+    assert "past the end" in (T._check_shape(11, 0, rows, cols, over) or "")
+
+
+def test_report_parsing_keeps_the_best_of_each_loop() -> None:
+    done, rows, csum = T._parse_report("shape 0 done\nshape 1 done\ntiming 10 12 5\ntiming 8 20 6\nchecksum 42\n")
+    t = T._timing(rows)
+    assert done == 2 and csum == 42 and t is not None
+    assert (t.rows_first, t.cols_first, t.cand, t.naive) == (8, 12, 5, 8)
+    assert t.ratio == pytest.approx(1.6)
+
+
+@pytest.mark.sandbox
+def test_reference_passes_every_shape_and_the_speed_test(sandbox: Sandbox) -> None:
+    v = check(TASK, _reference(), sandbox=sandbox)
+    assert v.passed, v.render_text()
+    speed = [t for t in v.tests if t.name.startswith("faster than naive")]
+    assert speed and "speedup" in speed[0].message
+    assert len(v.tests) == len(T.EDGE_SHAPES) + 2 + 1
+
+
+@pytest.mark.sandbox
+def test_correct_but_untiled_transpose_fails_on_speed_only(sandbox: Sandbox) -> None:
+    v = check(TASK, get_task(TASK).starter_code, sandbox=sandbox)
+    assert not v.passed
+    assert all(t.passed for t in v.tests if t.name.startswith("shape"))
+    msg = _failing(v.tests, "faster than naive")
+    assert "not measurably faster" in msg and "need 1.25x" in msg
+
+
+@pytest.mark.sandbox
+def test_off_by_one_at_the_tile_edge_is_caught(sandbox: Sandbox) -> None:
+    code = _reference().replace("std::min(ii + kTile, rows)", "std::min(ii + kTile, rows - 1)")
+    v = check(TASK, code, sandbox=sandbox)
+    msg = _failing(v.tests, "shape")
+    assert "never written" in msg
+    assert "faster" in v.tests[-1].name and "not timed" in v.tests[-1].message
+
+
+@pytest.mark.sandbox
+def test_full_tiles_past_the_edge_write_out_of_bounds(sandbox: Sandbox) -> None:
+    code = _reference().replace("const std::size_t j_end = std::min(jj + kTile, cols);", "const std::size_t j_end = jj + kTile;")
+    assert code != _reference()
+    v = check(TASK, code, sandbox=sandbox)
+    assert not v.passed
+    msg = _failing(v.tests, "shape")
+    assert "past the end of dst" in msg or "crashed" in msg or "elements wrong" in msg
+
+
+@pytest.mark.sandbox
+def test_square_only_stride_fails_on_rectangles_but_not_squares(sandbox: Sandbox) -> None:
+    code = _reference().replace("dst[j * rows + i]", "dst[j * cols + i]")
+    v = check(TASK, code, sandbox=sandbox)
+    by_name = {t.name: t for t in v.tests}
+    assert by_name["shape 32x32"].passed and by_name["shape 64x64"].passed
+    assert not by_name["shape 1x37"].passed and not by_name["shape 100x7"].passed
+
+
+@pytest.mark.sandbox
+def test_compile_error_is_a_verdict_error_with_the_compiler_message(sandbox: Sandbox) -> None:
+    v = check(TASK, "void transpose(const float* s, float* d, int r, int c) { return 1; }", sandbox=sandbox)
+    assert not v.passed and v.error is not None
+    assert "error" in v.error and "solution.cpp" in v.error
