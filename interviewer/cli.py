@@ -244,16 +244,15 @@ def index(
     data_dir: DataDir = None,
 ) -> None:
     """Build (or rebuild) the retrieval index over the knowledge documents and rubrics."""
-    from interviewer.content import load_bank
     from interviewer.retrieval import build_index
 
     settings = _settings(data_dir=data_dir)
     try:
-        bank = load_bank(settings.content_dir)
-        stats = build_index(settings, bank, force=force, progress=lambda m: console.print(f"[dim]{m}[/dim]"))
+        report = build_index(force=force, progress=True, settings=settings)
     except InterviewerError as e:
         _fail(e)
-    console.print(stats if isinstance(stats, str) else f"index ready: {stats}")
+    state = "rebuilt" if report.rebuilt else "already up to date"
+    console.print(f"index {state}: {report.chunks} chunks, {report.seconds:.1f} s, at {report.location}")
 
 
 @app.command()

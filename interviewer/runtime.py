@@ -128,9 +128,15 @@ class Runtime:
         with self._lock:
             if self._retriever is None and self._retriever_failed is None:
                 try:
-                    from interviewer.retrieval import open_retriever
+                    from interviewer.retrieval import Retriever as ChromaRetriever
 
-                    self._retriever = open_retriever(self.settings, self.bank, progress=progress)
+                    def bar(done: int, total: int) -> None:
+                        if progress and (done == total or done % 50 == 0):
+                            progress(f"indexing the question bank: {done}/{total}")
+
+                    retriever = ChromaRetriever(self.settings, bank=self.bank, progress=bar)
+                    retriever.build(progress=bar)  # now, not in the middle of a candidate's first follow-up
+                    self._retriever = retriever
                 except (InterviewerError, ImportError) as e:
                     self._retriever_failed = str(e)
                     self.notices.append(f"Retrieval is off: {e}")

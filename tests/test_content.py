@@ -1,0 +1,138 @@
+"""The question bank: every rubric validates, every seed topic is covered, every link resolves."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import yaml
+
+from interviewer import prompts
+from interviewer.content import Round, load_bank, load_question
+from interviewer.errors import ContentError
+
+from .conftest import REPO
+
+
+@pytest.fixture(scope="module")
+def bank():
+    return load_bank(REPO)
+
+
+def test_every_rubric_loads_and_the_bank_is_large(bank):
+    files = sorted((REPO / "rubrics").glob("*/*.yaml"))
+    assert len(bank.questions) == len([f for f in files if f.parent.name != "coding"])
+    assert len(bank.questions) >= 90
+
+
+@pytest.mark.parametrize("round_", [r for r in Round if r is not Round.DEEP_DIVE])
+def test_each_round_has_ten_questions_of_graded_difficulty(bank, round_):
+    qs = bank.by_round(round_)
+    assert len(qs) >= 10, f"{round_.value} has {len(qs)} questions"
+    assert {q.difficulty for q in qs} >= {1, 2, 3} or len({q.difficulty for q in qs}) >= 2
+
+
+def test_phone_screen_covers_its_four_shapes(bank):
+    tracks = Counter(q.track for q in bank.by_round(Round.PHONE))
+    assert {"theory", "applied", "hardware", "coding"} <= set(tracks)
+    assert min(tracks[t] for t in ("theory", "applied", "hardware", "coding")) >= 4
+
+
+def test_every_seed_topic_maps_to_a_question(bank):
+    """The coverage table: removing the last question on a seed topic fails CI."""
+    wanted = yaml.safe_load((REPO / "rubrics" / "seed_topics.yaml").read_text())
+    table = {}
+    missing = []
+    for round_id, tags in wanted.items():
+        for tag in tags:
+            covering = [q.id for q in bank.by_round(round_id) if tag in q.seed_topics]
+            table[(round_id, tag)] = covering
+            if not covering:
+                missing.append(f"{round_id}/{tag}")
+    assert not missing, f"seed topics with no question: {missing}"
+    assert len(table) >= 60
+
+
+def test_every_knowledge_link_resolves_and_documents_are_substantial(bank):
+    linked = {link for q in bank.questions.values() for link in q.knowledge}
+    for link in linked:
+        path = REPO / link
+        assert path.is_file(), link
+        text = path.read_text()
+        assert text.startswith("# ") and "\n## " in text, f"{link} needs a title and sections"
+        assert len(text.split()) >= 250, f"{link} is too short to study from"
+    orphans = {str(p.relative_to(REPO)) for p in (REPO / "knowledge").rglob("*.md")} - linked
+    assert not orphans, f"knowledge documents no question links to: {sorted(orphans)}"
+
+
+def test_coding_questions_point_at_existing_tasks(bank):
+    tasks = {p.parent.name for p in (REPO / "rubrics" / "coding").glob("*/task.yaml")}
+    referenced = {q.coding_task for q in bank.questions.values() if q.coding_task}
+    assert referenced, "no question uses a coding task"
+    assert referenced <= tasks, f"unknown coding tasks: {referenced - tasks}"
+
+
+def test_why_chains_are_authored_questions(bank):
+    for q in bank.questions.values():
+        l1, l2 = q.why(1), q.why(2)
+        assert l1.fallback.rstrip().endswith("?") and l2.fallback.rstrip().endswith("?"), q.id
+        assert l1.fallback != l2.fallback, q.id
+
+
+def test_design_and_case_questions_carry_scenario_facts(bank):
+    for q in bank.by_round(Round.DESIGN):
+        assert q.scenario is not None and q.scenario.facts, q.id
+
+
+def test_every_round_has_its_prompt_and_the_templates_need_their_variables():
+    for r in Round:
+        assert prompts.round_style(r.value)
+    assert prompts.variables("followup") == {"answer", "history", "level", "target"}
+    with pytest.raises(ContentError, match="missing variables"):
+        prompts.render("followup", answer="x")
+
+
+def _write(tmp_path: Path, text: str, round_dir: str = "phone-screen") -> Path:
+    d = tmp_path / "rubrics" / round_dir
+    d.mkdir(parents=True, exist_ok=True)
+    p = d / "bad.yaml"
+    p.write_text(text)
+    return p
+
+
+def test_malformed_rubric_names_the_file_the_field_and_the_expectation(tmp_path):
+    src = (REPO / "tests/fixtures/content/rubrics/phone-screen/fx.amdahl.yaml").read_text()
+    p = _write(tmp_path, src.replace("difficulty: 1", "difficulty: 7"))
+    with pytest.raises(ContentError) as e:
+        load_question(p)
+    assert (
+        str(p) in str(e.value) and "difficulty" in str(e.value) and "less than or equal to 3" in str(e.value)
+    )
+
+    p = _write(tmp_path, src.replace("      4: Derives 4.7x and the 10x ceiling.\n", ""))
+    with pytest.raises(ContentError, match=r"criteria\.0\.levels.*missing \[4\]"):
+        load_question(p)
+
+    p = _write(
+        tmp_path,
+        src.replace("fallback: Which assumption", "fallback: Tell me which assumption").replace(
+            "4.7x figure rely on?", "4.7x figure rely on."
+        ),
+    )
+    with pytest.raises(ContentError, match=r"why_chain\.0\.fallback.*must be a question"):
+        load_question(p)
+
+    p = _write(tmp_path, src + "\nunknown_field: 1\n")
+    with pytest.raises(ContentError, match="unknown_field"):
+        load_question(p)
+
+    p = _write(tmp_path, src, round_dir="behavioral")
+    with pytest.raises(
+        ContentError, match="field 'round' is 'phone-screen' but the file is under 'behavioral/'"
+    ):
+        load_question(p)
+
+    p = _write(tmp_path, "key: [unclosed")
+    with pytest.raises(ContentError, match="not valid YAML"):
+        load_question(p)
