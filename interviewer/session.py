@@ -15,7 +15,7 @@ import random
 import re
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
@@ -174,6 +174,7 @@ class State:
     answers: dict[str, list[str]] = field(default_factory=dict)
     scores: dict[str, QuestionScore] = field(default_factory=dict)
     code_runs: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    budgets: dict[str, float] = field(default_factory=dict)  # round id -> minutes
     end_reason: str | None = None
 
     @property
@@ -183,7 +184,9 @@ class State:
 
 def replay(plan: dict[str, Any], events: Sequence[Any]) -> State:
     """Rebuild the state from the event log (pure: no I/O)."""
-    st = State(plan=list(plan["questions"]), rounds=list(plan["rounds"]))
+    st = State(
+        plan=list(plan["questions"]), rounds=list(plan["rounds"]), budgets=dict(plan.get("round_minutes", {}))
+    )
     for ev in events:
         p = ev.payload
         if ev.kind == "asked":
@@ -235,25 +238,39 @@ class Interview:
         question_ids: Sequence[str] | None = None,
         title: str | None = None,
         extra_plan: dict[str, Any] | None = None,
+        extra_questions: Sequence[Question] = (),
     ) -> Interview:
-        """Plan the questions and open a new session in the store."""
+        """Plan the questions and open a new session in the store.
+
+        ``extra_questions`` (e.g. generated from the candidate's resume) are stored with the session, so it
+        resumes even though they are not in the bank.
+        """
         round_ids = [Round(r).value for r in rounds]
         if not round_ids:
             raise InputError("pick at least one round")
+        if extra_questions:
+            ports = replace(ports, bank=ports.bank.with_questions(list(extra_questions)))
         qids = list(question_ids) if question_ids else plan_questions(ports.bank, round_ids, per_round, seed)
         for q in qids:
             ports.bank.get(q)  # fail now on an unknown id, not mid-interview
         plan = {"rounds": round_ids, "questions": qids, **(extra_plan or {})}
+        if extra_questions:
+            plan["extra_questions"] = [q.model_dump(mode="json") for q in extra_questions]
         if title is None:
             title = " + ".join(Round(r).title for r in round_ids)
         sid = ports.store.create(ports.owner, title, plan)
         ports.store.append(sid, "planned", plan, ts=ports.clock())
-        return cls(ports, sid, State(plan=qids, rounds=round_ids))
+        return cls(
+            ports, sid, State(plan=qids, rounds=round_ids, budgets=dict(plan.get("round_minutes", {})))
+        )
 
     @classmethod
     def resume(cls, ports: Ports, session_id: str) -> Interview:
         """Rebuild an interview from its events; it continues at the last completed turn."""
         row = ports.store.get(session_id, owner=ports.owner)
+        extra = [Question.model_validate(q) for q in row.plan.get("extra_questions", [])]
+        if extra:
+            ports = replace(ports, bank=ports.bank.with_questions(extra))
         state = replay(row.plan, ports.store.events(session_id))
         for qid in state.plan:
             if qid not in ports.bank.questions:
@@ -262,6 +279,8 @@ class Interview:
                 )
         it = cls(ports, session_id, state)
         it._score_pending()
+        if row.status == "paused":
+            ports.store.set_status(session_id, "active")
         return it
 
     # read-only views -------------------------------------------------------------------------------
@@ -330,11 +349,51 @@ class Interview:
             yield text
             return
         if self.state.level == 0:
+            q = self._skip_over_budget(q)
+            if q is None:
+                yield from self.advance()
+                return
             text = self._opening(q)
             self._record_asked(q, 0, text, {"source": "authored"})
             yield text
             return
         yield from self._followup(q, self.state.level)
+
+    # time budgets (a loop's rounds have minutes each; only answering time counts, so pauses are free) ---
+    def round_budget(self, round_id: str) -> float | None:
+        minutes = self.state.budgets.get(round_id)
+        return None if minutes is None else minutes * 60.0
+
+    def round_elapsed(self, round_id: str) -> float:
+        """Seconds spent answering in this round (the round's clock; it stops while the session is paused)."""
+        return sum(
+            float(t.meta.get("elapsed_s") or 0.0)
+            for t in self.state.turns
+            if t.role == "candidate" and t.qid and self.ports.bank.get(t.qid).round.value == round_id
+        )
+
+    def round_time_left(self) -> float | None:
+        q = self.question
+        if q is None or self.round_budget(q.round.value) is None:
+            return None
+        return self.round_budget(q.round.value) - self.round_elapsed(q.round.value)  # type: ignore[operator]
+
+    def _skip_over_budget(self, q: Question) -> Question | None:
+        """At a question boundary, skip the rest of a round whose time budget is spent."""
+        while q is not None:
+            budget = self.round_budget(q.round.value)
+            if budget is None or self.round_elapsed(q.round.value) < budget:
+                return q
+            self._append("skipped", {"qid": q.id, "level": 0, "reason": "round time budget spent"})
+            self.state.idx += 1
+            q = self.question
+        return None
+
+    def pause(self) -> None:
+        """Mark the session paused; :meth:`resume` continues it with its clock and order intact."""
+        if not self.finished:
+            self._append("paused", {})
+            self.ports.store.set_status(self.session_id, "paused")
 
     def advance_all(self) -> str:
         """Produce the interviewer's next message without streaming; returns its final text."""

@@ -337,3 +337,50 @@ def test_kill_9_loses_no_completed_turn(fixture_bank, tmp_path):
     assert [m["content"] for m in again.messages()][-1] == "answer before the crash"
     assert again.level == 1 and again.awaiting == "interviewer"
     assert json.loads(json.dumps(again.messages()))  # the transcript is plain data
+
+
+def test_loop_time_budget_skips_the_rest_of_a_round_and_pause_keeps_the_clock(fixture_bank, tmp_path):
+    amdahl = fixture_bank.get("fx.amdahl")
+    bank = fixture_bank.with_questions([amdahl.model_copy(update={"id": "fx.amdahl-2"})])
+    clock = Clock()
+    ports = make_ports(bank, tmp_path, clock=clock)
+    it = Interview.start(
+        ports,
+        ["phone-screen", "inference-case"],
+        question_ids=["fx.amdahl", "fx.amdahl-2", "fx.stage-latency"],
+        extra_plan={"round_minutes": {"phone-screen": 1}},
+    )
+    for seconds in (20, 25):
+        it.advance_all()
+        clock.t += seconds
+        it.submit("an answer")
+    it.pause()
+    assert it.ports.store.get(it.session_id).status == "paused"
+    clock.t += 3 * 86_400  # days later: a pause does not count against the round
+    again = Interview.resume(make_ports(bank, tmp_path, clock=clock), it.session_id)
+    assert again.round_elapsed("phone-screen") == pytest.approx(45)
+    assert again.round_time_left() == pytest.approx(15)
+    again.advance_all()
+    clock.t += 30
+    again.submit("the last level, over budget now")
+    assert again.round_elapsed("phone-screen") == pytest.approx(75)
+    text = again.advance_all()  # fx.amdahl-2 is skipped: the phone round's minute is spent
+    assert "**Inference-optimization case.**" in text and again.question.id == "fx.stage-latency"
+    kinds = [(e.kind, e.payload.get("reason")) for e in again.ports.store.events(again.session_id)]
+    assert ("skipped", "round time budget spent") in kinds
+
+
+def test_generated_questions_travel_with_the_session(fixture_bank, tmp_path):
+    custom = fixture_bank.get("fx.amdahl").model_copy(
+        update={"id": "resume.project-1", "question": "Tell me about X?"}
+    )
+    it = Interview.start(
+        make_ports(fixture_bank, tmp_path),
+        ["phone-screen"],
+        question_ids=["resume.project-1"],
+        extra_questions=[custom],
+    )
+    assert "Tell me about X?" in it.advance_all()
+    again = Interview.resume(make_ports(fixture_bank, tmp_path), it.session_id)
+    assert again.question is not None and again.question.id == "resume.project-1"
+    assert "resume.project-1" not in fixture_bank.questions  # the shared bank is untouched

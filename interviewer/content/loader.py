@@ -71,6 +71,10 @@ class Bank:
         except KeyError as e:
             raise ContentError(f"no question with id '{qid}' in {self.root / 'rubrics'}") from e
 
+    def with_questions(self, extra: list[Question]) -> Bank:
+        """A copy that also holds ``extra`` (e.g. questions generated from a candidate's resume)."""
+        return Bank(root=self.root, questions={**self.questions, **{q.id: q for q in extra}})
+
     def knowledge_path(self, link: str) -> Path:
         return self.root / link
 
