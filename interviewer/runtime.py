@@ -147,9 +147,11 @@ class Runtime:
         with self._lock:
             if self._scorer is None:
                 try:
-                    from interviewer.scoring.scorer import default_scorer
+                    from interviewer.scoring.scorer import RubricScorer
 
-                    self._scorer = default_scorer(self.settings)
+                    # Live scoring uses the offline methods only (deterministic checks + calibrated key-point
+                    # coverage): fast enough not to hold up the next question on a 2-core laptop.
+                    self._scorer = RubricScorer()
                 except (InterviewerError, ImportError) as e:
                     self.notices.append(f"Scoring is off: {e}")
                     log.warning("scoring unavailable: %s", e)
