@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 from rich.console import Console
@@ -46,14 +46,14 @@ def _settings(**kw: object) -> Settings:
         _fail(e)
 
 
-def _fail(e: Exception, code: int = 1) -> typer.Exit:
+def _fail(e: Exception, code: int = 1) -> NoReturn:
     err.print(f"[red]error:[/red] {e}")
     raise typer.Exit(code)
 
 
 def _round_list(rounds: list[str]) -> list[str]:
     valid = {r.value for r in Round}
-    out = []
+    out: list[str] = []
     for r in rounds:
         if r == "all":
             out.extend(x.value for x in Round if x is not Round.DEEP_DIVE)
@@ -307,12 +307,19 @@ def calibrate(
     ),
     folds: Annotated[int, typer.Option(help="question-level cross-validation folds")] = 5,
     write: Annotated[bool, typer.Option(help="write the fitted parameters into the package")] = True,
+    output: Annotated[
+        Path | None, typer.Option(help="where to write the parameters (default: the package)")
+    ] = None,
 ) -> None:
     """Fit the offline scorer against human grades with question-level cross-validation."""
     from interviewer.scoring.calibrate import run_calibration
 
     try:
-        run_calibration(csv, folds=folds, write=write)
+        from interviewer.scoring.calibrate import CALIBRATION_PATH
+
+        run_calibration(
+            csv, folds=folds, progress=None, output=(output or CALIBRATION_PATH) if write else None
+        )
     except InterviewerError as e:
         _fail(e)
 

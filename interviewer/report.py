@@ -151,7 +151,7 @@ def _question_report(q: Question, st: State, events_by_q: dict[str, list[Any]]) 
         )
         for v in st.code_runs.get(q.id, [])
     ]
-    transcript = [(t.role, t.text) for t in st.turns if t.qid == q.id]
+    transcript: list[tuple[str, str]] = [(t.role, t.text) for t in st.turns if t.qid == q.id]
     return QuestionReport(
         id=q.id,
         round=q.round,

@@ -10,6 +10,7 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from interviewer.config import Settings
 from interviewer.content import Bank, load_bank
@@ -17,6 +18,9 @@ from interviewer.errors import InterviewerError, ModelError
 from interviewer.llm.client import ChatPort, build_port, list_models
 from interviewer.session import Ports, Retriever, Scorer
 from interviewer.store import SessionStore
+
+if TYPE_CHECKING:
+    from interviewer.llm.embedded import EmbeddedServer
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +47,7 @@ class Runtime:
         self._store: SessionStore | None = None
         self._port: ChatPort | None = None
         self._choice: ModelChoice | None = None
-        self._embedded = None  # EmbeddedServer, imported lazily (it pulls in subprocess plumbing)
+        self._embedded: EmbeddedServer | None = None  # imported lazily
         self._retriever: Retriever | None = None
         self._retriever_failed: str | None = None
         self._scorer: Scorer | None = None
@@ -98,9 +102,9 @@ class Runtime:
     def _start_embedded(self, progress: Progress | None) -> tuple[ChatPort, ModelChoice]:
         from interviewer.llm.embedded import EmbeddedServer
 
-        if self._embedded is None:
-            self._embedded = EmbeddedServer(self.settings)
         server = self._embedded
+        if server is None:
+            server = self._embedded = EmbeddedServer(self.settings)
         base_url = server.start(progress=progress)
         port = build_port(
             self.settings, base_url=base_url, model=server.served_model_id, display_name=server.model_name

@@ -38,8 +38,11 @@ class ChatModel(Protocol):
 
 
 class PassageLike(Protocol):
-    text: str
-    source: str
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def source(self) -> str: ...
 
 
 class Retriever(Protocol):
@@ -380,13 +383,14 @@ class Interview:
 
     def _skip_over_budget(self, q: Question) -> Question | None:
         """At a question boundary, skip the rest of a round whose time budget is spent."""
-        while q is not None:
-            budget = self.round_budget(q.round.value)
-            if budget is None or self.round_elapsed(q.round.value) < budget:
-                return q
-            self._append("skipped", {"qid": q.id, "level": 0, "reason": "round time budget spent"})
+        current: Question | None = q
+        while current is not None:
+            budget = self.round_budget(current.round.value)
+            if budget is None or self.round_elapsed(current.round.value) < budget:
+                return current
+            self._append("skipped", {"qid": current.id, "level": 0, "reason": "round time budget spent"})
             self.state.idx += 1
-            q = self.question
+            current = self.question
         return None
 
     def pause(self) -> None:

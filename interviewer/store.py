@@ -6,6 +6,7 @@ replaying the events, so a process killed at any point resumes at its last compl
 
 from __future__ import annotations
 
+import builtins
 import json
 import secrets
 import sqlite3
@@ -159,7 +160,7 @@ class SessionStore:
             )
         return SessionRow(row[0], row[1], row[2], row[3], row[4], row[5], json.loads(row[6]))
 
-    def list(self, owner: str | None = None, limit: int = 100) -> list[SessionRow]:
+    def list(self, owner: str | None = None, limit: int = 100) -> builtins.list[SessionRow]:
         sql = "SELECT id, owner, created, updated, title, status, plan FROM sessions"
         args: tuple[Any, ...] = ()
         if owner is not None:
@@ -197,7 +198,7 @@ class SessionStore:
             c.execute("UPDATE sessions SET updated = ? WHERE id = ?", (ts, session_id))
         return Event(seq, ts, kind, payload)
 
-    def events(self, session_id: str) -> list[Event]:
+    def events(self, session_id: str) -> builtins.list[Event]:
         rows = (
             self._conn()
             .execute(

@@ -131,7 +131,7 @@ class App:
 
     def send(
         self, answer: str, sid: str | None, owner: str | None, request: gr.Request
-    ) -> Iterator[tuple[Chat, str, str]]:
+    ) -> Iterator[tuple[Any, ...]]:
         owner = _owner(owner, request)
         try:
             it = self._open(sid, owner)
@@ -349,7 +349,7 @@ def build(runtime: Runtime) -> gr.Blocks:
             model_dd = gr.Dropdown([], label="Model", allow_custom_value=True, elem_id="model")
             use_btn = gr.Button("Use this model", variant="primary", elem_id="use-model")
 
-        demo.load(app.load, [owner], [owner, banner], api_name=False)
+        demo.load(app.load, [owner], [owner, banner], api_visibility="private")
         coding_out = [code_panel, code_statement, code]
         start_btn.click(
             app.start,
@@ -359,9 +359,11 @@ def build(runtime: Runtime) -> gr.Blocks:
         )
         send_evt = dict(fn=app.send, inputs=[answer, sid, owner], outputs=[chat, answer, status, *coding_out])
         send_btn.click(**send_evt, api_name="send")  # type: ignore[arg-type]
-        answer.submit(**send_evt, api_name=False)  # type: ignore[arg-type]
+        answer.submit(**send_evt, api_visibility="private")  # type: ignore[arg-type]
         end_btn.click(app.end_round, [sid, owner], [chat, status], api_name="end_round")
-        gr.Timer(1.0).tick(app.timer, [sid, owner], [timer_md], api_name=False, show_progress="hidden")
+        gr.Timer(1.0).tick(
+            app.timer, [sid, owner], [timer_md], api_visibility="private", show_progress="hidden"
+        )
         refresh.click(app.list_sessions, [owner], [table], api_name="sessions")
         reopen_btn.click(app.reopen, [reopen_id, owner], [chat, sid, status, *coding_out], api_name="reopen")
         run_btn.click(app.run_tests, [code, sid, owner], [verdict_md], api_name="run_tests")

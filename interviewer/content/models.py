@@ -26,7 +26,7 @@ class Round(StrEnum):
     DEEP_DIVE = "resume-deep-dive"
 
     @property
-    def title(self) -> str:
+    def title(self) -> str:  # type: ignore[override]  # a display name, not str.title()
         return ROUND_TITLES[self]
 
 
