@@ -42,6 +42,7 @@ COLLECTION = "interviewer-content"
 CHUNKER_VERSION = "2"
 MAX_CHUNK_WORDS = 180  # MiniLM reads 256 word pieces; longer chunks would be cut off silently
 _ADD_BATCH = 32
+PER_SOURCE = 2  # default cap of passages from one file in a result
 
 REBUILD_HINT = "rebuild it with `interviewer index --force`"
 
@@ -490,16 +491,21 @@ class Retriever:
         topic: str | None = None,
         k: int = 4,
         kind: Kind | None = None,
+        per_source: int | None = PER_SOURCE,
     ) -> list[Passage]:
         """The ``k`` passages closest to ``query``, optionally only from one round, topic or kind.
 
-        A blank query returns no passages. The index builds on the first call if it is missing or stale.
+        At most ``per_source`` passages come from one file while others qualify (``None``: no cap), so a
+        rubric's near-identical variants or one long document do not fill every slot. Best first. A blank
+        query returns no passages. The index builds on the first call if it is missing or stale.
         """
         if not query.strip():
             return []
         collection = self._ready()  # build first: the progress bar should not wait behind a model load
         vector = self.embedder.embed([query])[0]
-        return self._search(collection, vector, round=round, topic=topic, k=k, kind=kind)
+        return self._search(
+            collection, vector, round=round, topic=topic, k=k, kind=kind, per_source=per_source
+        )
 
     def search(
         self,
@@ -509,9 +515,12 @@ class Retriever:
         topic: str | None = None,
         k: int = 4,
         kind: Kind | None = None,
+        per_source: int | None = PER_SOURCE,
     ) -> list[Passage]:
         """Like :meth:`retrieve` for an already embedded query (one row from ``embedder.embed``)."""
-        return self._search(self._ready(), vector, round=round, topic=topic, k=k, kind=kind)
+        return self._search(
+            self._ready(), vector, round=round, topic=topic, k=k, kind=kind, per_source=per_source
+        )
 
     def _search(
         self,
@@ -522,14 +531,17 @@ class Retriever:
         topic: str | None,
         k: int,
         kind: Kind | None,
+        per_source: int | None,
     ) -> list[Passage]:
         if k <= 0:
             return []
         where = where_filter(round=round, topic=topic, kind=kind)
+        # Over-fetch when capping per source, so the cap can skip crowded files and still fill k slots.
+        n = k if per_source is None else k * 4 + 8
         try:
             res = collection.query(
                 query_embeddings=[np.asarray(vector, dtype=np.float32)],
-                n_results=k,
+                n_results=n,
                 where=where,  # type: ignore[arg-type]
                 include=["documents", "metadatas", "distances"],
             )
@@ -553,7 +565,7 @@ class Retriever:
                     question_id=str(m.get("question_id") or "") or None,
                 )
             )
-        return out
+        return _cap_per_source(out, k, per_source)
 
     def as_vectorstore(self) -> Chroma:
         """The same collection as a ``langchain_chroma.Chroma`` vector store (built first if needed)."""
@@ -567,6 +579,23 @@ class Retriever:
             collection_name=self._name,
             embedding_function=LangChainEmbeddings(self.embedder),
         )
+
+
+def _cap_per_source(ranked: list[Passage], k: int, per_source: int | None) -> list[Passage]:
+    """The best ``k`` with at most ``per_source`` from one file; skipped ones fill any slots left over."""
+    if per_source is None:
+        return ranked[:k]
+    taken: list[Passage] = []
+    skipped: list[Passage] = []
+    seen: Counter[str] = Counter()
+    for p in ranked:
+        if seen[p.source] < per_source:
+            seen[p.source] += 1
+            taken.append(p)
+        else:
+            skipped.append(p)
+    chosen = taken[:k] + skipped[: max(0, k - len(taken))]
+    return sorted(chosen, key=lambda p: p.score, reverse=True)
 
 
 def where_filter(

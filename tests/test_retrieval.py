@@ -243,6 +243,26 @@ def test_retrieve_ranks_by_meaning_and_filters(settings: Settings) -> None:
     assert len(r.retrieve("matmul", k=2)) == 2
 
 
+def test_per_source_cap_diversifies_and_still_fills_k(settings: Settings) -> None:
+    r = _retriever(settings)
+    uncapped = r.retrieve("SRAM HBM tiled matmul", kind="knowledge", k=3, per_source=None)
+    assert [p.source for p in uncapped] == ["knowledge/phone-screen/sram-hbm.md"] * 3
+    capped = r.retrieve("SRAM HBM tiled matmul", kind="knowledge", k=3)  # default: 2 per file
+    assert [p.source for p in capped].count("knowledge/phone-screen/sram-hbm.md") == 2
+    assert [p.score for p in capped] == sorted((p.score for p in capped), reverse=True)
+    one = r.retrieve("SRAM HBM tiled matmul", round="phone-screen", kind="knowledge", k=5, per_source=1)
+    assert len(one) == 5  # only two files qualify: the cap yields, slots are filled best-first
+    assert {p.source for p in one} == {
+        "knowledge/phone-screen/sram-hbm.md",
+        "knowledge/phone-screen/amdahl.md",
+    }
+    two = r.retrieve("SRAM HBM tiled matmul", round="phone-screen", kind="knowledge", k=2, per_source=1)
+    assert {p.source for p in two} == {
+        "knowledge/phone-screen/sram-hbm.md",
+        "knowledge/phone-screen/amdahl.md",
+    }
+
+
 def test_search_with_precomputed_vector_matches_retrieve(settings: Settings) -> None:
     emb = HashingEmbedder()
     r = _retriever(settings, emb)
