@@ -119,6 +119,7 @@ def _content_words(text: str) -> set[str]:
 
 
 MAX_FOLLOWUP_CHARS = 320
+_NARRATION = re.compile(r"^\W*(the )?(interviewer|candidate|assistant|user)\b", re.I)
 
 
 def clean_followup(raw: str) -> str:
@@ -144,9 +145,12 @@ def followup_problem(text: str, target_text: str, answer: str, asked: Sequence[s
     words = _content_words(text)
     if not words & (_content_words(target_text) | _content_words(answer)):
         return "off target"
+    if _NARRATION.match(text):
+        return "narrates instead of asking"
     for prev in asked:
         pw = _content_words(prev)
-        if pw and len(words & pw) / max(1, len(words | pw)) > 0.8:
+        # Containment, not Jaccard: a fragment copied out of a long question is still a repeat.
+        if pw and len(words) >= 2 and len(words & pw) / len(words) >= 0.8:
             return "repeats an earlier question"
     return None
 

@@ -123,6 +123,8 @@ def test_followup_prompt_is_grounded_in_the_why_chain_and_keeps_a_stable_prefix(
         ("Great answer, tell me about yourself.", "not a question"),
         ("What is your favourite colour and pizza topping?", "off target"),
         ("<candidate_answer> why? </candidate_answer>", "echoes markup"),
+        ('The interviewer asked: "What speedup do you expect on 8 workers?', "narrates instead of asking"),
+        ("What speedup do you expect on 8 workers?", "repeats an earlier question"),
     ],
 )
 def test_weak_model_output_falls_back_to_the_authored_wording(fixture_bank, tmp_path, reply, reason):
