@@ -437,10 +437,21 @@ class Retriever:
         from chromadb.errors import NotFoundError
 
         chunks = chunk_bank(self.bank)
+        # Embed everything before touching the store: if the model fails, the previous index stays usable.
+        step, close = _report_progress(progress, len(chunks))
+        try:
+            parts = []
+            for i in range(0, len(chunks), _ADD_BATCH):
+                batch = chunks[i : i + _ADD_BATCH]
+                parts.append(self.embedder.embed([c.text for c in batch]))
+                step(len(batch))
+        finally:
+            close()
+        vectors = np.concatenate(parts) if parts else np.zeros((0, self.embedder.dim), np.float32)
         try:
             with contextlib.suppress(NotFoundError):
                 client.delete_collection(self._name)
-            # The fingerprint is written only after every chunk is in, so an interrupted build reads as stale.
+            # The fingerprint is written only after every chunk is in, so an interrupted write reads as stale.
             collection = client.create_collection(
                 self._name,
                 embedding_function=ef,
@@ -451,23 +462,15 @@ class Retriever:
                     "fingerprint": "building",
                 },
             )
-            step, close = _report_progress(progress, len(chunks))
-            try:
-                for i in range(0, len(chunks), _ADD_BATCH):
-                    batch = chunks[i : i + _ADD_BATCH]
-                    vectors = self.embedder.embed([c.text for c in batch])
-                    collection.add(
-                        ids=[c.id for c in batch],
-                        documents=[c.text for c in batch],
-                        embeddings=vectors,
-                        metadatas=[c.metadata() for c in batch],
-                    )
-                    step(len(batch))
-            finally:
-                close()
+            for i in range(0, len(chunks), _ADD_BATCH * 8):
+                batch = chunks[i : i + _ADD_BATCH * 8]
+                collection.add(
+                    ids=[c.id for c in batch],
+                    documents=[c.text for c in batch],
+                    embeddings=vectors[i : i + len(batch)],
+                    metadatas=[c.metadata() for c in batch],  # type: ignore[misc]
+                )
             collection.modify(metadata=expected)
-        except IndexError_:
-            raise
         except Exception as e:
             raise IndexError_(
                 f"could not build the retrieval index at {self.location} ({e}); {REBUILD_HINT}"

@@ -305,18 +305,36 @@ def test_index_rebuilds_only_when_content_or_embedder_changes(settings: Settings
     assert forced.rebuilt and forced.chunks == changed.chunks
 
 
-def test_interrupted_build_is_stale_next_time(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_failed_rebuild_keeps_the_old_index_and_retries_next_time(settings: Settings, content: Path) -> None:
+    first = Retriever(settings, embedder=CountingEmbedder(), progress=False).build()
+    (content / "knowledge/cpp-systems/virtual-dispatch.md").write_text(
+        DISPATCH_DOC + "\n## Devirtualization\nFinal classes.\n"
+    )
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        Retriever(settings, embedder=CountingEmbedder(fail_after=8), progress=False).build()
     import chromadb
 
     import interviewer.retrieval as retrieval
 
-    monkeypatch.setattr(retrieval, "_ADD_BATCH", 4)
-    with pytest.raises(IndexError_, match="interviewer index --force"):
-        Retriever(settings, embedder=CountingEmbedder(fail_after=8), progress=False).build()
-    partial = chromadb.PersistentClient(path=str(settings.chroma_dir)).get_collection(retrieval.COLLECTION)
-    assert partial.count() == 8 and partial.metadata["fingerprint"] == "building"
+    old = chromadb.PersistentClient(path=str(settings.chroma_dir)).get_collection(retrieval.COLLECTION)
+    assert old.count() == first.chunks and old.metadata["fingerprint"] == first.fingerprint
     report = Retriever(settings, embedder=CountingEmbedder(), progress=False).build()
-    assert report.rebuilt and report.chunks == 16
+    assert report.rebuilt and report.chunks == first.chunks + 1
+
+
+def test_interrupted_write_reads_as_stale(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    from chromadb.api.models.Collection import Collection
+
+    def crash(self: Collection, **kwargs: Any) -> None:
+        raise OSError("disk full")
+
+    with monkeypatch.context() as m:
+        m.setattr(Collection, "modify", crash)
+        with pytest.raises(IndexError_, match=r"disk full.*interviewer index --force"):
+            Retriever(settings, embedder=HashingEmbedder(), progress=False).build()
+    emb = CountingEmbedder()
+    report = Retriever(settings, embedder=emb, progress=False).build()
+    assert report.rebuilt and emb.texts == report.chunks
 
 
 def test_build_index_reports_progress(settings: Settings) -> None:
