@@ -15,7 +15,7 @@ def _reference() -> str:
     return get_task(TASK).reference_code()
 
 
-def _messages(v) -> dict[str, str]:  # noqa: ANN001 - a Verdict
+def _messages(v) -> dict[str, str]:
     return {t.name: t.message for t in v.tests if not t.passed}
 
 
@@ -34,7 +34,10 @@ def test_model_refuses_cycles_self_loops_duplicates_and_unknown_nodes() -> None:
 
 def test_order_check_reports_missing_repeated_and_misordered_nodes() -> None:
     sc = G.Scenario("t", [("N", "a"), ("N", "b"), ("E", "a", "b"), ("O",)])
-    assert G.check_answers(sc, ["N 1", "N 1", "E 1", "O 2 a b"]) == (True, "all 4 operations answered correctly")
+    assert G.check_answers(sc, ["N 1", "N 1", "E 1", "O 2 a b"]) == (
+        True,
+        "all 4 operations answered correctly",
+    )
     ok, msg = G.check_answers(sc, ["N 1", "N 1", "E 1", "O 2 b a"])
     assert not ok and "'b' (position 0) comes before 'a'" in msg
     ok, msg = G.check_answers(sc, ["N 1", "N 1", "E 1", "O 2 a a"])
@@ -50,7 +53,9 @@ def test_scenarios_are_fresh_per_seed_and_the_large_dag_refuses_only_its_backwar
     model = G.Model(rank=big.rank)
     reasons = []
     for op in big.ops:
-        if op[0] == "E":
+        if op[0] == "N":
+            model.add_node(op[1])
+        elif op[0] == "E":
             why = model.edge_refusal(op[1], op[2])
             model.add_edge(op[1], op[2])
             if why:
@@ -87,7 +92,10 @@ def test_refused_edge_left_in_the_graph_breaks_later_answers(sandbox: Sandbox) -
 
 @pytest.mark.sandbox
 def test_insertion_order_is_not_a_dependency_order(sandbox: Sandbox) -> None:
-    code = _reference().replace("std::vector<std::string> order() const {", "std::vector<std::string> order() const {\n        return names_;")
+    code = _reference().replace(
+        "std::vector<std::string> order() const {",
+        "std::vector<std::string> order() const {\n        return names_;",
+    )
     v = check(TASK, code, sandbox=sandbox)
     msgs = _messages(v)
     assert any("but depends on it" in m for m in msgs.values()), v.render_text()

@@ -48,7 +48,9 @@ def test_shape_check_names_the_first_wrong_element_and_guard_writes() -> None:
 
 
 def test_report_parsing_keeps_the_best_of_each_loop() -> None:
-    done, rows, csum = T._parse_report("shape 0 done\nshape 1 done\ntiming 10 12 5\ntiming 8 20 6\nchecksum 42\n")
+    done, rows, csum = T._parse_report(
+        "shape 0 done\nshape 1 done\ntiming 10 12 5\ntiming 8 20 6\nchecksum 42\n"
+    )
     t = T._timing(rows)
     assert done == 2 and csum == 42 and t is not None
     assert (t.rows_first, t.cols_first, t.cand, t.naive) == (8, 12, 5, 8)
@@ -84,7 +86,9 @@ def test_off_by_one_at_the_tile_edge_is_caught(sandbox: Sandbox) -> None:
 
 @pytest.mark.sandbox
 def test_full_tiles_past_the_edge_write_out_of_bounds(sandbox: Sandbox) -> None:
-    code = _reference().replace("const std::size_t j_end = std::min(jj + kTile, cols);", "const std::size_t j_end = jj + kTile;")
+    code = _reference().replace(
+        "const std::size_t j_end = std::min(jj + kTile, cols);", "const std::size_t j_end = jj + kTile;"
+    )
     assert code != _reference()
     v = check(TASK, code, sandbox=sandbox)
     assert not v.passed

@@ -68,38 +68,18 @@ def check_source(code: str, what: str = "your code") -> str:
     return code
 
 
-_obj_cache: dict[str, bytes] = {}
 _obj_lock = threading.Lock()
 
 
-def harness_object(
-    sandbox: SandboxLike,
-    name: str,
-    source: str,
-    flags: Sequence[str],
-    headers: Mapping[str, str] | None = None,
-) -> bytes:
-    """The harness compiled to an object file in the box, cached per process by sources and flags."""
-    headers = dict(headers or {})
-    parts = [source, *flags, *(f"{k}\0{v}" for k, v in sorted(headers.items()))]
-    key = hashlib.sha256("\0".join(parts).encode()).hexdigest()
-    with _obj_lock:
-        hit = _obj_cache.get(key)
-    if hit is not None:
-        return hit
-    obj = f"{name}.o"
-    cmd = [CXX, *BASE_FLAGS, *flags, "-c", "-o", obj, f"{name}.cpp"]
-    res = sandbox.run({**headers, f"{name}.cpp": source}, cmd, COMPILE_LIMITS, collect=[obj])
-    if res.returncode != 0 or obj not in res.files:
-        if headers:
-            return b""  # the candidate changed a header the harness needs; the caller compiles in-box
+def harness_object(sandbox: SandboxLike, name: str, source: str, flags: Sequence[str]) -> bytes:
+    """A trusted harness compiled to an object file in the box, cached per process by source and flags."""
+    objects, log = compile_units(sandbox, {f"{name}.cpp": source}, {}, flags)
+    if not objects:
         raise CheckerError(
-            f"the hidden test harness '{name}' did not compile in the sandbox (exit {res.returncode}): "
-            f"{res.stderr.strip()[:800]}; check that g++ 12 is installed (`apt-get install -y g++`)"
+            f"the hidden test harness '{name}' did not compile in the sandbox: {log.strip()[:800]}; "
+            "check that g++ 12 is installed (`apt-get install -y g++`)"
         )
-    with _obj_lock:
-        _obj_cache[key] = res.files[obj]
-    return res.files[obj]
+    return objects[f"{name}.cpp"]
 
 
 def build_and_run(
@@ -182,11 +162,60 @@ class Check:
     message: str
 
 
-def build_many_and_run(
+_unit_cache: dict[str, bytes] = {}
+_UNIT_CACHE_MAX = 128
+
+
+def compile_units(
     sandbox: SandboxLike,
+    sources: Mapping[str, str],
+    headers: Mapping[str, str],
+    flags: Sequence[str],
+    jobs: int = 2,
+) -> tuple[dict[str, bytes], str]:
+    """Compile each source to an object in a box of its own (``jobs`` at a time); ``(objects, log)``.
+
+    Nothing but the compiler runs in that box, so the objects it returns are exactly what the sources
+    compile to, and are cached by sources, headers and flags: a resubmission recompiles only what changed.
+    An empty ``objects`` means the build failed; ``log`` has the errors in source order.
+    """
+    header_key = "\0".join(f"{k}\0{v}" for k, v in sorted(headers.items()))
+    keys = {
+        name: hashlib.sha256("\0".join([name, text, header_key, *flags]).encode()).hexdigest()
+        for name, text in sources.items()
+    }
+    with _obj_lock:
+        objects = {n: _unit_cache[keys[n]] for n in sources if keys[n] in _unit_cache}
+    todo = [n for n in sources if n not in objects]
+    if not todo:
+        return objects, ""
+    lines: list[str] = []
+    for k, src in enumerate(todo):
+        cmd = shlex.join([CXX, *BASE_FLAGS, *flags, "-c", "-o", f"{src}.o", src])
+        lines.append(f"({cmd} >{shlex.quote(src)}.log 2>&1) &")
+        if (k + 1) % jobs == 0:
+            lines.append("wait")
+    lines.append("wait")
+    files: dict[str, bytes | str] = {**headers, **{n: sources[n] for n in todo}}
+    collect = [f"{n}.{ext}" for n in todo for ext in ("o", "log")]
+    res = sandbox.run(files, ["/bin/sh", "-c", "\n".join(lines)], COMPILE_LIMITS, collect=collect)
+    log = "".join(res.files.get(f"{n}.log", b"").decode("utf-8", "replace") for n in todo)
+    if res.timed_out:
+        log += f"\n(the build was stopped: {res.killed_reason})"
+    if any(f"{n}.o" not in res.files for n in todo):
+        return {}, log or f"the compiler failed without a message (exit {res.returncode})"
+    with _obj_lock:
+        for n in todo:
+            objects[n] = _unit_cache[keys[n]] = res.files[f"{n}.o"]
+        while len(_unit_cache) > _UNIT_CACHE_MAX:
+            _unit_cache.pop(next(iter(_unit_cache)))
+    return objects, log
+
+
+def link_and_run(
+    sandbox: SandboxLike,
+    objects: Mapping[str, bytes],
     files: Mapping[str, bytes | str],
-    sources: Sequence[str],
-    objects: Sequence[str],
     flags: Sequence[str],
     run_argv: Sequence[str],
     *,
@@ -194,35 +223,19 @@ def build_many_and_run(
     limits: Limits = Limits(),  # noqa: B008 - frozen dataclass
     collect: Sequence[str] = (),
     seccomp: SeccompKind = "strict",
-    jobs: int = 2,
 ) -> BoxRun:
-    """Compile each of ``sources`` to an object (``jobs`` at a time), link with ``objects``, run, in one box.
-
-    Each compile writes its own log; the logs are joined in source order, so errors read as if one
-    compiler invocation had printed them.
-    """
-    lines = ["ok=1"]
-    for k, src in enumerate(sources):
-        obj = f"{src}.o"
-        cmd = shlex.join([CXX, *BASE_FLAGS, *flags, "-c", "-o", obj, src])
-        lines.append(f"({cmd} >{src}.log 2>&1 || : >{src}.failed) &")
-        if (k + 1) % jobs == 0:
-            lines.append("wait")
-    lines.append("wait")
-    for src in sources:
-        lines.append(f"cat {shlex.quote(src)}.log >>{BUILD_LOG}; [ -e {shlex.quote(src)}.failed ] && ok=0")
-    link = shlex.join([CXX, *flags, "-o", "prog", *(f"{s}.o" for s in sources), *objects])
-    lines.append(f'[ "$ok" = 1 ] || exit 0\n{link} >>{BUILD_LOG} 2>&1 || exit 0\n: >{BUILD_OK}')
+    """Link ``objects`` (name -> bytes) into ``prog`` and run ``run_argv``, in one box."""
+    names = [f"{n}.o" if not n.endswith(".o") else n for n in objects]
+    all_files: dict[str, bytes | str] = {**files, **dict(zip(names, objects.values(), strict=True))}
+    link = shlex.join([CXX, *flags, "-o", "prog", *names])
     env_prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in (env or {}).items())
-    lines.append(f"{env_prefix} exec {shlex.join(run_argv)}".strip())
-    script = "\n".join(lines) + "\n"
+    run = f"{env_prefix} exec {shlex.join(run_argv)}".strip()
+    script = f"if {link} >{BUILD_LOG} 2>&1; then : >{BUILD_OK}; else exit 0; fi\n{run}\n"
     res = sandbox.run(
-        files, ["/bin/sh", "-c", script], limits, collect=[BUILD_OK, BUILD_LOG, *collect], seccomp=seccomp
+        all_files, ["/bin/sh", "-c", script], limits, collect=[BUILD_OK, BUILD_LOG, *collect], seccomp=seccomp
     )
     built = BUILD_OK in res.files
     log = res.files.get(BUILD_LOG, b"").decode("utf-8", "replace")
-    if not built and res.timed_out:
-        log += f"\n(the build was stopped: {res.killed_reason})"
     return BoxRun(built=built, build_log=log, result=res, files=res.files)
 
 

@@ -24,15 +24,15 @@ from interviewer.checker.cpp_tasks._build import (
     BoxRun,
     Check,
     SandboxLike,
-    build_many_and_run,
     compile_summary,
+    compile_units,
     describe_failure,
-    harness_object,
+    link_and_run,
     tail,
     to_verdict,
 )
 from interviewer.checker.models import TaskInfo, Verdict
-from interviewer.checker.sandbox import Limits, Sandbox
+from interviewer.checker.sandbox import Limits, RunResult, Sandbox
 from interviewer.errors import InputError
 
 MARKER = re.compile(r"^[ \t]*//[ \t]*===[ \t]*file:[ \t]*(?P<name>[^\s=]+)[ \t]*===[ \t]*$", re.MULTILINE)
@@ -195,44 +195,65 @@ _FRAME = re.compile(
 )
 
 
+_SECTION = re.compile(
+    r"^\s*(?P<what>(?:Previous )?(?:atomic )?(?:[Ww]rite|[Rr]ead) of size \d+|(?:Direct|Indirect) leak of \d+ byte\(s\) "
+    r"in \d+ object\(s\) allocated from|freed by thread \w+|previously allocated by thread \w+|"
+    r"(?:READ|WRITE) of size \d+)(?:.*?(?P<thread>by (?:main )?thread \w+))?"
+)
+
+
 def _sanitizer_report(stderr: str, project: set[str]) -> str | None:
-    """The report's headline and the project frames under it, if a sanitizer reported anything."""
+    """The report's headline, its sections (which access, which allocation) and their project frames."""
     lines = stderr.splitlines()
     for i, line in enumerate(lines):
         if not _REPORT.search(line):
             continue
         head = re.sub(r"^==\d+==", "", line).strip()
         head = re.sub(r" on address 0x[0-9a-f]+.*| \(pid=\d+\)", "", head)
-        frames: list[str] = []
-        for ln in lines[i + 1 : i + 80]:
-            if ln.startswith("SUMMARY:"):
+        out: list[str] = [head]
+        seen: set[str] = set()
+        frames_here: set[str] = set()
+        for ln in lines[i + 1 : i + 120]:
+            if ln.startswith("SUMMARY:") or len(out) >= 12:
                 break
+            sec = _SECTION.match(ln)
+            if sec:
+                what = sec.group("what") + (f" {sec.group('thread')}" if sec.group("thread") else "")
+                if what not in seen:
+                    seen.add(what)
+                    out.append(f"  {what}:")
+                    frames_here = set()
+                continue
             m = _FRAME.search(ln)
             if not m or m.group("file") not in project:
                 continue
             fn = m.group("fn").split("(")[0] or "?"
             fn = "a lambda" if fn == "operator" else fn
-            entry = f"  at {m.group('file')}:{m.group('line')} in {fn}"
-            if ln.lstrip().startswith(("Previous", "Location")) or not frames or entry != frames[-1]:
-                frames.append(entry)
-        unique = list(dict.fromkeys(frames))[:6]
-        return "\n".join([head, *unique])
+            entry = f"    {m.group('file')}:{m.group('line')} in {fn}"
+            if entry not in frames_here:
+                frames_here.add(entry)
+                out.append(entry)
+        # Drop section headers that ended up with no project frame under them.
+        kept = [
+            ln
+            for k, ln in enumerate(out)
+            if not ln.endswith(":") or (k + 1 < len(out) and not out[k + 1].endswith(":"))
+        ]
+        return "\n".join(kept)
     return None
 
 
 def _run_variant(
-    sandbox: SandboxLike, variant: Variant, project: dict[str, str], inp: str, main_obj: bytes
+    sandbox: SandboxLike, variant: Variant, project: Mapping[str, str], harness: str, inp: str
 ) -> BoxRun:
-    sources = sorted(n for n in project if n.endswith(".cpp"))
-    files: dict[str, str | bytes] = {**project, "input.txt": inp}
-    objects: list[str] = []
-    if main_obj:
-        files["main.o"] = main_obj
-        objects.append("main.o")
-    else:
-        sources.append(HARNESS)
-    return build_many_and_run(
-        sandbox, files, sources, objects, variant.flags, ["./prog", "input.txt"],
+    """Build one sanitizer variant (cached objects where nothing changed), then run the driver."""
+    sources = {HARNESS: harness, **{n: t for n, t in project.items() if n.endswith(".cpp")}}
+    headers = {n: t for n, t in project.items() if not n.endswith(".cpp")}
+    objects, log = compile_units(sandbox, sources, headers, variant.flags)
+    if not objects:
+        return BoxRun(built=False, build_log=log, result=RunResult(None, "", "", False, None, 0.0))
+    return link_and_run(
+        sandbox, objects, {"input.txt": inp}, variant.flags, ["./prog", "input.txt"],
         env=variant.env, limits=RUN_LIMITS, seccomp="sanitizer",
     )  # fmt: skip
 
@@ -250,7 +271,6 @@ def grade_checks(task_dir: Path, code: str, sandbox: SandboxLike, seed: int | No
                 "fix the bug instead of silencing the tool"
             )
     harness = (task_dir / HARNESS).read_text(encoding="utf-8")
-    headers = {n: t for n, t in project.items() if not n.endswith(".cpp")}
     seed = secrets.randbits(62) if seed is None else seed
     rng = np.random.default_rng(seed)
     scenarios = _batches(rng)
@@ -258,8 +278,7 @@ def grade_checks(task_dir: Path, code: str, sandbox: SandboxLike, seed: int | No
     inp = _input(nonce, scenarios)
 
     def one(v: Variant) -> BoxRun:
-        main_obj = harness_object(sandbox, f"debug_main_{v.name[:4].lower()}", harness, v.flags, headers)
-        return _run_variant(sandbox, v, project, inp, main_obj)
+        return _run_variant(sandbox, v, project, harness, inp)
 
     # Both builds at once: they are independent, and the machine has two cores.
     with ThreadPoolExecutor(max_workers=len(VARIANTS)) as pool:
