@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 from urllib.parse import urlparse
 
 import numpy as np
@@ -32,6 +32,7 @@ from interviewer.errors import IndexError_
 if TYPE_CHECKING:
     from chromadb.api import ClientAPI
     from chromadb.api.models.Collection import Collection
+    from chromadb.api.types import Embeddable, EmbeddingFunction
     from langchain_chroma import Chroma
 
 Kind = Literal["knowledge", "rubric"]
@@ -386,7 +387,8 @@ class Retriever:
             start = time.perf_counter()
             fingerprint = self.bank.fingerprint()
             expected = self._expected_metadata(fingerprint)
-            ef = ChromaEmbeddingFunction(self.embedder)
+            # Chroma types its functions over text or images; ours embeds text only, which is all we add.
+            ef = cast("EmbeddingFunction[Embeddable]", ChromaEmbeddingFunction(self.embedder))
             local = self.settings.chroma_url is None
             try:
                 client = self._client_()
@@ -432,7 +434,11 @@ class Retriever:
         )
 
     def _rebuild(
-        self, client: ClientAPI, ef: ChromaEmbeddingFunction, expected: dict[str, str], progress: ProgressArg
+        self,
+        client: ClientAPI,
+        ef: EmbeddingFunction[Embeddable],
+        expected: dict[str, str],
+        progress: ProgressArg,
     ) -> Collection:
         from chromadb.errors import NotFoundError
 
@@ -468,7 +474,7 @@ class Retriever:
                     ids=[c.id for c in batch],
                     documents=[c.text for c in batch],
                     embeddings=vectors[i : i + len(batch)],
-                    metadatas=[c.metadata() for c in batch],  # type: ignore[misc]
+                    metadatas=[c.metadata() for c in batch],
                 )
             collection.modify(metadata=expected)
         except Exception as e:
@@ -543,9 +549,9 @@ class Retriever:
         n = k if per_source is None else k * 4 + 8
         try:
             res = collection.query(
-                query_embeddings=[np.asarray(vector, dtype=np.float32)],
+                query_embeddings=np.asarray(vector, dtype=np.float32).reshape(1, -1),
                 n_results=n,
-                where=where,  # type: ignore[arg-type]
+                where=where,
                 include=["documents", "metadatas", "distances"],
             )
         except Exception as e:
