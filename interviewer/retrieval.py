@@ -444,16 +444,17 @@ class Retriever:
 
         chunks = chunk_bank(self.bank)
         # Embed everything before touching the store: if the model fails, the previous index stays usable.
+        # Batches of similar length waste less work on padding than batches in file order.
+        order = sorted(range(len(chunks)), key=lambda i: len(chunks[i].text))
+        vectors = np.zeros((len(chunks), self.embedder.dim), dtype=np.float32)
         step, close = _report_progress(progress, len(chunks))
         try:
-            parts = []
-            for i in range(0, len(chunks), _ADD_BATCH):
-                batch = chunks[i : i + _ADD_BATCH]
-                parts.append(self.embedder.embed([c.text for c in batch]))
-                step(len(batch))
+            for i in range(0, len(order), _ADD_BATCH):
+                idx = order[i : i + _ADD_BATCH]
+                vectors[idx] = self.embedder.embed([chunks[j].text for j in idx])
+                step(len(idx))
         finally:
             close()
-        vectors = np.concatenate(parts) if parts else np.zeros((0, self.embedder.dim), np.float32)
         try:
             with contextlib.suppress(NotFoundError):
                 client.delete_collection(self._name)

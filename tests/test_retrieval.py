@@ -305,6 +305,22 @@ def test_index_rebuilds_only_when_content_or_embedder_changes(settings: Settings
     assert forced.rebuilt and forced.chunks == changed.chunks
 
 
+def test_stored_vectors_belong_to_their_own_chunks(settings: Settings) -> None:
+    import chromadb
+
+    import interviewer.retrieval as retrieval
+
+    emb = HashingEmbedder()
+    Retriever(settings, embedder=emb, progress=False).build()
+    got = (
+        chromadb.PersistentClient(path=str(settings.chroma_dir))
+        .get_collection(retrieval.COLLECTION)
+        .get(include=["documents", "embeddings"])
+    )
+    assert len(got["ids"]) == 16
+    np.testing.assert_allclose(np.asarray(got["embeddings"]), emb.embed(got["documents"]), atol=1e-6)
+
+
 def test_failed_rebuild_keeps_the_old_index_and_retries_next_time(settings: Settings, content: Path) -> None:
     first = Retriever(settings, embedder=CountingEmbedder(), progress=False).build()
     (content / "knowledge/cpp-systems/virtual-dispatch.md").write_text(
