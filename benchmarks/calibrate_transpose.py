@@ -11,6 +11,8 @@ import statistics
 import sys
 from pathlib import Path
 
+import numpy as np
+
 from interviewer.checker.cpp_tasks import transpose as T
 from interviewer.checker.cpp_tasks._build import build_and_run, harness_object
 from interviewer.checker.sandbox import Sandbox
@@ -36,7 +38,9 @@ def ratios(sb: Sandbox, code: str, runs: int) -> tuple[list[float], list[float]]
         files = {
             "solution.cpp": code,
             "harness.o": obj,
-            "input.txt": T._input_text(seed, [(1, 1)], T.TIMING_REPS),
+            "input.txt": T._input_text(
+                seed, [(1, 1)], T.TIMING_REPS, T.timing_keys(np.random.default_rng(seed), *T.TIMING_SHAPE)
+            ),
         }
         r = build_and_run(sb, files, [*T.FLAGS, "solution.cpp", "harness.o"], ["./prog", "input.txt"],
                           limits=T.RUN_LIMITS, collect=["report.txt"])  # fmt: skip

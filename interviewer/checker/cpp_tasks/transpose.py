@@ -31,6 +31,7 @@ from interviewer.checker.sandbox import Limits, Sandbox
 FLAGS = ("-O2",)
 GUARD = 64
 GUARD_VALUE = np.float32(-7.0)
+CHECK_WEIGHT = 2654435761
 UNWRITTEN = np.float32(-1.0)
 # Fixed edge shapes, plus two random ones per run (see _shapes).
 EDGE_SHAPES: tuple[tuple[int, int], ...] = (
@@ -41,6 +42,7 @@ EDGE_SHAPES: tuple[tuple[int, int], ...] = (
 # dwarf its 2 MiB L2s; the power-of-two stride makes the naive column walk thrash the same cache sets.
 TIMING_SHAPE = (2048, 2048)
 TIMING_REPS = 7
+SPEED_TEST = f"faster than naive ({TIMING_SHAPE[0]}x{TIMING_SHAPE[1]})"
 # Required speedup: best CPU time of the faster naive loop order / best CPU time of the candidate, 7
 # interleaved repetitions per run. Measured here with benchmarks/calibrate_transpose.py (12 runs each,
 # load average 7-10 from other work): 32x32 tiles 1.58-1.83, 16x16 1.41-1.74, 64x64 1.53-1.76; the
@@ -86,11 +88,29 @@ def source_matrix(seed: int, rows: int, cols: int) -> np.ndarray:
 
 
 def checksum(values: np.ndarray) -> int:
-    """The harness's position-weighted checksum of a flat float32 buffer."""
+    """The harness's position-weighted checksum of a flat float32 buffer (used by the tests)."""
     k = np.arange(values.size, dtype=np.uint64)
     with np.errstate(over="ignore"):
-        w = k * np.uint64(2654435761) + np.uint64(1)
+        w = k * np.uint64(CHECK_WEIGHT) + np.uint64(1)
         return int(np.sum(values.astype(np.uint64) * w, dtype=np.uint64))
+
+
+def timing_keys(rng: np.random.Generator, rows: int, cols: int) -> tuple[list[int], list[int]]:
+    """Two permutations: the timing matrix is ``src[i][j] = row_key[i] * cols + col_key[j]``."""
+    return [int(x) for x in rng.permutation(rows)], [int(x) for x in rng.permutation(cols)]
+
+
+def expected_checksum(row_key: list[int], col_key: list[int]) -> int:
+    """The checksum of the correct transpose of the timing matrix, in closed form: O(rows + cols).
+
+    The destination holds ``v = row_key[i] * cols + col_key[j]`` at ``k = j * rows + i`` with weight
+    ``K * k + 1``; summing over j for each i, and over i for each j, separates the two keys.
+    """
+    n, m, big = len(row_key), len(col_key), CHECK_WEIGHT
+    sum_j, sum_i = m * (m - 1) // 2, n * (n - 1) // 2
+    total = sum(r * m * (big * n * sum_j + m * (big * i + 1)) for i, r in enumerate(row_key))
+    total += sum(c * (big * n * n * j + n + big * sum_i) for j, c in enumerate(col_key))
+    return total % (1 << 64)
 
 
 def _shapes(rng: np.random.Generator) -> list[tuple[int, int]]:
@@ -98,9 +118,12 @@ def _shapes(rng: np.random.Generator) -> list[tuple[int, int]]:
     return [*EDGE_SHAPES, *extra]
 
 
-def _input_text(seed: int, shapes: list[tuple[int, int]], reps: int) -> str:
+def _input_text(
+    seed: int, shapes: list[tuple[int, int]], reps: int, keys: tuple[list[int], list[int]]
+) -> str:
     lines = [f"{seed} {len(shapes)}", *(f"{r} {c}" for r, c in shapes)]
     lines.append(f"{TIMING_SHAPE[0]} {TIMING_SHAPE[1]} {reps}")
+    lines += [" ".join(map(str, keys[0])), " ".join(map(str, keys[1]))]
     return "\n".join(lines) + "\n"
 
 
@@ -160,9 +183,10 @@ def grade_checks(task_dir: Path, code: str, sandbox: SandboxLike, seed: int | No
     seed = secrets.randbits(62) if seed is None else seed
     rng = np.random.default_rng(seed)
     shapes = _shapes(rng)
+    keys = timing_keys(rng, *TIMING_SHAPE)
 
     def run(reps: int) -> Any:
-        files = {"solution.cpp": code, "harness.o": obj, "input.txt": _input_text(seed, shapes, reps)}
+        files = {"solution.cpp": code, "harness.o": obj, "input.txt": _input_text(seed, shapes, reps, keys)}
         return build_and_run(
             sandbox, files, [*FLAGS, "solution.cpp", "harness.o"], ["./prog", "input.txt"],
             limits=RUN_LIMITS, collect=["out.bin", "report.txt"],
@@ -196,9 +220,9 @@ def grade_checks(task_dir: Path, code: str, sandbox: SandboxLike, seed: int | No
         )
         offset += size
     if any(not c.passed for c in checks):
-        checks.append(Check("faster than naive", False, "not timed: fix the wrong shapes first"))
+        checks.append(Check(SPEED_TEST, False, "not timed: fix the wrong shapes first"))
         return checks
-    checks.append(_speed_check(seed, first, pairs, csum, run))
+    checks.append(_speed_check(expected_checksum(*keys), first, pairs, csum, run))
     return checks
 
 
@@ -207,13 +231,12 @@ def _out_bytes(shapes: list[tuple[int, int]]) -> int:
 
 
 def _speed_check(
-    seed: int, first: Any, pairs: list[tuple[int, int, int]], csum: int | None, run: Any
+    want: int, first: Any, pairs: list[tuple[int, int, int]], csum: int | None, run: Any
 ) -> Check:
     rows, cols = TIMING_SHAPE
-    name = f"faster than naive ({rows}x{cols})"
+    name = SPEED_TEST
     if first.crashed or csum is None or len(pairs) < TIMING_REPS:
         return Check(name, False, describe_failure(first) + f" during the {rows}x{cols} timing run")
-    want = checksum(source_matrix(seed + 1000, rows, cols).T.reshape(-1))
     if csum != want:
         return Check(
             name, False, f"the {rows}x{cols} result is wrong (checksum mismatch), so it was not timed"

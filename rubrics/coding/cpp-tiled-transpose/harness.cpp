@@ -68,7 +68,7 @@ std::uint64_t checksum(const float* d, std::size_t n) {
 
 }  // namespace
 
-// Input (argv[1]): seed, shape count, shapes, then the timing shape and repetitions.
+// Input (argv[1]): seed, shape count, shapes, then the timing shape, repetitions and the two key rows.
 // Output: out.bin holds, per shape, the destination with its guard zones; report.txt holds timings.
 int main(int argc, char** argv) {
     if (argc < 2) return 2;
@@ -98,7 +98,16 @@ int main(int argc, char** argv) {
     int reps = 0;
     if (std::fscanf(in, "%zu %zu %d", &rows, &cols, &reps) != 3) return 2;
     std::vector<float> src(rows * cols), dst(rows * cols);
-    fill(src, seed + 1000);
+    // The timing matrix is src[i][j] = row_key[i] * cols + col_key[j] with two permutations from the
+    // grader: every value is distinct and exact in a float, and the grader can compute the checksum of the
+    // correct transpose in closed form, without building 16 MiB itself.
+    std::vector<std::uint64_t> row_key(rows), col_key(cols);
+    for (auto& k : row_key)
+        if (std::fscanf(in, "%llu", reinterpret_cast<unsigned long long*>(&k)) != 1) return 2;
+    for (auto& k : col_key)
+        if (std::fscanf(in, "%llu", reinterpret_cast<unsigned long long*>(&k)) != 1) return 2;
+    for (std::size_t i = 0; i < rows; ++i)
+        for (std::size_t j = 0; j < cols; ++j) src[i * cols + j] = static_cast<float>(row_key[i] * cols + col_key[j]);
     // Interleave baselines and candidate so background load hits all three; the grader keeps the best of
     // each. The candidate runs last so the checksum below is of its result.
     for (int r = 0; r < reps; ++r) {
