@@ -1,0 +1,351 @@
+"""Key-point coverage with the offline embedding model, mapped to a level by a calibrated model.
+
+The signal is a BERTScore-style alignment: every content word-piece of the reference (or of one key point)
+is matched to its most similar word-piece of the answer, using MiniLM's contextual token vectors. Recall of
+the reference, precision of the answer, the part of the reference that the question does not already say,
+and a few sentence-level cosines go into a small logistic model whose parameters are fitted against human
+grades by :mod:`interviewer.scoring.calibrate` and shipped as ``calibration.json`` next to this file.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from interviewer.embeddings import Embedder
+from interviewer.errors import ContentError
+
+CALIBRATION_PATH = Path(__file__).with_name("calibration.json")
+
+# Function words carry no topic; recall over them is measured separately (the "_all" features).
+STOPWORDS = frozenset(
+    (
+        "a an the of to in on for and or is are was were be been being it its this that these those with as by "
+        "at from into than then so such which who whom what when where why how do does did not no can could "
+        "will would shall should may might must has have had i you he she we they them their there here if but "
+        "also about over under between through during each any all some more most other only own same very just "
+        "your my me our us one"
+    ).split()
+)
+
+# The features the calibrated model reads, in order; calibrate.py fits one weight per name.
+ANSWER_FEATURES: tuple[str, ...] = (
+    "tok_recall",
+    "tok_recall_all",
+    "tok_precision",
+    "tok_precision_all",
+    "tok_recall_new",
+    "tok_recall_new_all",
+    "question_echo",
+    "cos_reference",
+    "cos_question",
+    "len_ratio",
+)
+# For one key point inside a longer answer only recall-type features make sense (precision and length would
+# punish an answer for covering the other key points too).
+KEY_POINT_FEATURES: tuple[str, ...] = (
+    "tok_recall",
+    "tok_recall_all",
+    "tok_recall_new",
+    "tok_recall_new_all",
+    "max_sentence_sim",
+)
+
+_WORD = re.compile(r"[A-Za-z0-9]+(?:[+#]+)?")
+_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|\n+")
+_CHUNK_WORDS = 150  # MiniLM reads at most 256 word-pieces; 150 words stay under that for ordinary prose
+
+
+@runtime_checkable
+class TokenEmbedder(Protocol):
+    """An embedder that also returns contextual token vectors (MiniLMEmbedder does)."""
+
+    def embed_tokens(self, texts: list[str]) -> list[tuple[list[str], np.ndarray]]: ...
+
+
+def words(text: str) -> list[str]:
+    """Lower-cased word tokens."""
+    return [w.lower() for w in _WORD.findall(text)]
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences (or lines) of ``text``, stripped, in order; the whole text if it has no boundary."""
+    parts = [p.strip() for p in _SENTENCE_END.split(text) if p and p.strip()]
+    return parts or ([text.strip()] if text.strip() else [])
+
+
+def _chunks(text: str) -> list[str]:
+    """Sentence-aligned pieces of at most ~150 words, so token vectors keep their context without truncation."""
+    out: list[str] = []
+    current: list[str] = []
+    count = 0
+    for sentence in split_sentences(text):
+        n = len(sentence.split())
+        if current and count + n > _CHUNK_WORDS:
+            out.append(" ".join(current))
+            current, count = [], 0
+        if n > _CHUNK_WORDS:  # one huge "sentence" (e.g. pasted code): cut by words
+            tokens = sentence.split()
+            for i in range(0, len(tokens), _CHUNK_WORDS):
+                out.append(" ".join(tokens[i : i + _CHUNK_WORDS]))
+            continue
+        current.append(sentence)
+        count += n
+    if current:
+        out.append(" ".join(current))
+    return out
+
+
+@dataclass(frozen=True)
+class TokenView:
+    """A text as token vectors: ``content`` marks tokens that are neither punctuation nor stopwords."""
+
+    tokens: list[str]
+    vectors: np.ndarray
+    alnum: np.ndarray  # bool per token: has a letter or digit
+    content: np.ndarray  # bool per token: alnum and not a stopword
+
+    def rows(self, content_only: bool) -> np.ndarray:
+        """Vectors of content tokens (or all alphanumeric ones), falling back to whatever exists."""
+        for mask in (self.content, self.alnum) if content_only else (self.alnum,):
+            if mask.any():
+                return self.vectors[mask]
+        return self.vectors
+
+
+def _view(tokens: list[str], vectors: np.ndarray) -> TokenView:
+    alnum = np.array([bool(re.search(r"[a-z0-9]", t)) for t in tokens], dtype=bool)
+    content = np.array(
+        [a and t.removeprefix("##") not in STOPWORDS for t, a in zip(tokens, alnum, strict=True)], dtype=bool
+    )
+    return TokenView(tokens, vectors, alnum.reshape(-1), content.reshape(-1))
+
+
+class TextEncoder:
+    """Caches sentence vectors and token views of texts for one embedder (scoring re-reads the same texts)."""
+
+    def __init__(self, embedder: Embedder) -> None:
+        self.embedder = embedder
+        self._sent: dict[str, np.ndarray] = {}
+        self._tok: dict[str, TokenView] = {}
+
+    def sentences(self, texts: list[str]) -> np.ndarray:
+        """Unit sentence vectors for ``texts`` (cached)."""
+        todo = sorted({t for t in texts if t not in self._sent})
+        if todo:
+            for t, v in zip(todo, self.embedder.embed(todo), strict=True):
+                self._sent[t] = v
+        if not texts:
+            return np.zeros((0, self.embedder.dim), dtype=np.float32)
+        return np.stack([self._sent[t] for t in texts])
+
+    def tokens(self, texts: list[str]) -> list[TokenView]:
+        """Token views for ``texts`` (cached); word vectors from ``embed`` when the embedder has no tokens."""
+        todo = sorted({t for t in texts if t not in self._tok})
+        if todo:
+            if isinstance(self.embedder, TokenEmbedder):
+                pieces = {t: _chunks(t) for t in todo}
+                flat = sorted({c for cs in pieces.values() for c in cs})
+                got = dict(zip(flat, self.embedder.embed_tokens(flat), strict=True))
+                for t in todo:
+                    toks: list[str] = []
+                    vecs: list[np.ndarray] = []
+                    for c in pieces[t]:
+                        toks.extend(got[c][0])
+                        vecs.append(got[c][1])
+                    matrix = np.concatenate(vecs) if vecs else np.zeros((0, self.embedder.dim), np.float32)
+                    self._tok[t] = _view(toks, matrix)
+            else:
+                per_text = {t: words(t) for t in todo}
+                vocab = sorted({w for ws in per_text.values() for w in ws})
+                vectors = dict(zip(vocab, self.sentences(vocab), strict=True)) if vocab else {}
+                for t, ws in per_text.items():
+                    matrix = (
+                        np.stack([vectors[w] for w in ws])
+                        if ws
+                        else np.zeros((0, self.embedder.dim), np.float32)
+                    )
+                    self._tok[t] = _view(ws, matrix)
+        return [self._tok[t] for t in texts]
+
+
+def _align(
+    reference: TokenView, answer: TokenView, question: TokenView, content_only: bool
+) -> dict[str, float]:
+    ref = reference.rows(content_only)
+    ans = answer.rows(content_only)
+    q = question.rows(content_only)
+    if len(ref) == 0 or len(ans) == 0 or not answer.alnum.any():
+        return {"recall": 0.0, "precision": 0.0, "recall_new": 0.0, "echo": 0.0}
+    sim = ref @ ans.T
+    per_ref = sim.max(axis=1)
+    recall = float(per_ref.mean())
+    precision = float(sim.max(axis=0).mean())
+    if len(q):
+        # Reference tokens that the question already says are free to repeat; weight the rest.
+        weight = np.clip(1.0 - (ref @ q.T).max(axis=1), 0.0, None)
+        recall_new = float((per_ref * weight).sum() / weight.sum()) if weight.sum() > 1e-6 else recall
+        echo = float((ans @ q.T).max(axis=1).mean())
+    else:
+        recall_new, echo = recall, 0.0
+    return {"recall": recall, "precision": precision, "recall_new": recall_new, "echo": echo}
+
+
+def answer_features(enc: TextEncoder, answer: str, reference: str, question: str) -> dict[str, float]:
+    """The calibrated model's features for one answer against one reference text."""
+    a, r, q = enc.tokens([answer, reference, question])
+    content = _align(r, a, q, content_only=True)
+    every = _align(r, a, q, content_only=False)
+    va, vr, vq = enc.sentences([answer, reference, question])
+    n_answer, n_reference = len(words(answer)), len(words(reference))
+    sentences = split_sentences(answer)
+    max_sent = float((enc.sentences(sentences) @ vr).max()) if sentences else 0.0
+    return {
+        "tok_recall": content["recall"],
+        "tok_recall_all": every["recall"],
+        "tok_precision": content["precision"],
+        "tok_precision_all": every["precision"],
+        "tok_recall_new": content["recall_new"],
+        "tok_recall_new_all": every["recall_new"],
+        "question_echo": content["echo"],
+        "cos_reference": float(va @ vr) if n_answer else 0.0,
+        "cos_question": float(va @ vq) if n_answer else 0.0,
+        "len_ratio": math.log((1 + n_answer) / (1 + n_reference)),
+        "max_sentence_sim": max_sent,
+    }
+
+
+@dataclass(frozen=True)
+class LogisticLevel:
+    """``scale * sigmoid(bias + sum(w * (x - mean) / std))``: a fraction of full marks from features."""
+
+    features: tuple[str, ...]
+    mean: tuple[float, ...]
+    std: tuple[float, ...]
+    weights: tuple[float, ...]
+    bias: float
+
+    def fraction(self, values: dict[str, float]) -> float:
+        """Predicted fraction of full marks in [0, 1]."""
+        z = self.bias
+        for name, m, s, w in zip(self.features, self.mean, self.std, self.weights, strict=True):
+            z += w * (values[name] - m) / s
+        return 1.0 / (1.0 + math.exp(-max(-40.0, min(40.0, z))))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "features": list(self.features),
+            "mean": [round(x, 6) for x in self.mean],
+            "std": [round(x, 6) for x in self.std],
+            "weights": [round(x, 6) for x in self.weights],
+            "bias": round(self.bias, 6),
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> LogisticLevel:
+        model = cls(
+            features=tuple(data["features"]),
+            mean=tuple(float(x) for x in data["mean"]),
+            std=tuple(float(x) for x in data["std"]),
+            weights=tuple(float(x) for x in data["weights"]),
+            bias=float(data["bias"]),
+        )
+        if not len(model.features) == len(model.mean) == len(model.std) == len(model.weights):
+            raise ValueError("features, mean, std and weights must have the same length")
+        return model
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """The shipped parameters: the answer-level model, the key-point model and its coverage threshold."""
+
+    answer: LogisticLevel
+    key_point: LogisticLevel
+    covered_threshold: float  # key-point fraction at or above which the point counts as covered
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+def load_calibration(path: Path | None = None) -> Calibration:
+    """Read calibration.json (the package's copy by default)."""
+    return _load_calibration(str(path or CALIBRATION_PATH))
+
+
+@cache
+def _load_calibration(path: str) -> Calibration:
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        return Calibration(
+            answer=LogisticLevel.from_json(data["answer_model"]),
+            key_point=LogisticLevel.from_json(data["key_point_model"]),
+            covered_threshold=float(data["covered_threshold"]),
+            meta={k: v for k, v in data.items() if k not in {"answer_model", "key_point_model"}},
+        )
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise ContentError(
+            f"the scorer's calibration at {path} is missing or malformed ({e}); "
+            "rerun `interviewer calibrate` or reinstall the package"
+        ) from e
+
+
+@dataclass(frozen=True)
+class KeyPointMatch:
+    """How well one key point is covered, with the answer sentence closest to it."""
+
+    key_point: str
+    fraction: float  # calibrated, 0-1
+    covered: bool
+    best_sentence: str | None
+    similarity: float
+
+
+@dataclass(frozen=True)
+class CoverageResult:
+    """Offline coverage of an answer: a 0-4 level, per-key-point matches and the features behind them."""
+
+    level: float
+    fraction: float
+    matches: list[KeyPointMatch]
+    features: dict[str, float]
+
+    @property
+    def covered(self) -> list[str]:
+        return [m.key_point for m in self.matches if m.covered]
+
+    @property
+    def missed(self) -> list[str]:
+        return [m.key_point for m in self.matches if not m.covered]
+
+
+def score_coverage(
+    enc: TextEncoder,
+    answer: str,
+    key_points: list[str],
+    question: str,
+    calibration: Calibration,
+    reference: str | None = None,
+) -> CoverageResult:
+    """Level 0-4 for ``answer`` against the key points (joined, or ``reference`` when given)."""
+    reference = reference or "\n".join(key_points)
+    if not words(answer):
+        return CoverageResult(0.0, 0.0, [KeyPointMatch(k, 0.0, False, None, 0.0) for k in key_points], {})
+    feats = answer_features(enc, answer, reference, question)
+    fraction = calibration.answer.fraction(feats)
+    sentences = split_sentences(answer)
+    sent_vecs = enc.sentences(sentences)
+    kp_vecs = enc.sentences(key_points) if key_points else np.zeros((0, sent_vecs.shape[1]))
+    matches: list[KeyPointMatch] = []
+    for i, kp in enumerate(key_points):
+        kp_feats = answer_features(enc, answer, kp, question)
+        kp_fraction = calibration.key_point.fraction(kp_feats)
+        sims = sent_vecs @ kp_vecs[i]
+        j = int(sims.argmax())
+        covered = kp_fraction >= calibration.covered_threshold
+        matches.append(KeyPointMatch(kp, kp_fraction, covered, sentences[j], float(sims[j])))
+    return CoverageResult(round(4.0 * fraction, 3), fraction, matches, feats)

@@ -1,0 +1,471 @@
+"""The rubric scorer: deterministic checks + calibrated coverage, optionally quote extraction and an LLM judge.
+
+How the methods combine (every score's ``notes`` spell out the numbers):
+
+- coverage (offline, calibrated against human grades) gives the answer's level ``c``;
+- deterministic checks (numbers with tolerances, required facts) pass a fraction ``k``; with checks the
+  discussion level is ``0.75 * c + 0.25 * 4k``;
+- with a judge model: quote extraction (verified quotes per key point) gives ``q`` and the rubric judge ``j``
+  (median of samples); the judge may not exceed what the verified evidence supports by more than one level
+  (``j <= max(c, q) + 1``), so a judge talked into full marks cannot carry the score alone; ``c``, ``q`` and
+  ``j`` are averaged;
+- a coding verdict from the sandbox is the score of record for correctness: half of the overall.
+
+The candidate's text first goes through :func:`interviewer.scoring.guard.screen`, which drops passages
+addressed to the grader; the score notes how many.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+from pydantic import ValidationError
+
+from interviewer.content.models import Criterion, FactCheck, NumericCheck, Question
+from interviewer.embeddings import Embedder, default_embedder
+from interviewer.errors import InputError, ModelError
+from interviewer.scoring.checks import run_checks
+from interviewer.scoring.coverage import (
+    Calibration,
+    CoverageResult,
+    TextEncoder,
+    load_calibration,
+    score_coverage,
+    split_sentences,
+)
+from interviewer.scoring.guard import screen
+from interviewer.scoring.judge import extract_quotes, run_judge
+from interviewer.scoring.models import CheckResult, CriterionScore, Method, QuestionScore
+
+WELL_ANSWERED = 2.5  # a why-level counts as answered well from this coverage level (of 4) up
+MAX_EVIDENCE = 4
+_GENERIC = Criterion(
+    name="correctness and coverage",
+    levels={
+        0: "Wrong or off-topic.",
+        2: "Partly right; misses key points.",
+        4: "Covers the key points correctly.",
+    },
+)
+
+
+class RubricScorer:
+    """Scores a question's answers against its rubric; constructing it does no I/O."""
+
+    def __init__(
+        self,
+        embedder: Embedder | None = None,
+        judge_model: Any = None,
+        use_judge: bool = False,
+        *,
+        calibration: Calibration | None = None,
+        judge_samples: int = 3,
+        use_quotes: bool = True,
+    ) -> None:
+        self._embedder = embedder
+        self._enc: TextEncoder | None = None
+        self.judge_model = judge_model
+        self.use_judge = use_judge and judge_model is not None
+        self.use_quotes = use_quotes
+        self.judge_samples = judge_samples
+        self._calibration = calibration
+
+    @property
+    def encoder(self) -> TextEncoder:
+        if self._enc is None:
+            self._enc = TextEncoder(self._embedder or default_embedder())
+        return self._enc
+
+    @property
+    def calibration(self) -> Calibration:
+        if self._calibration is None:
+            self._calibration = load_calibration()
+        return self._calibration
+
+    # ------------------------------------------------------------------------------------------------
+    def score(
+        self, question: Question, answers: list[str], code_verdict_passed: bool | None = None
+    ) -> QuestionScore:
+        """Score ``answers`` ([0] main answer, [1] why level 1, [2] why level 2) against ``question``."""
+        return self._score(
+            question_id=question.id,
+            question_text=question.question,
+            key_points=list(question.key_points),
+            criteria=list(question.criteria),
+            numeric=list(question.numeric_checks),
+            facts=list(question.fact_checks),
+            answers=answers,
+            why_steps=[(s.fallback + " " + s.target, list(s.key_points)) for s in question.why_chain],
+            code_verdict_passed=code_verdict_passed,
+        )
+
+    def _score(
+        self,
+        *,
+        question_id: str,
+        question_text: str,
+        key_points: list[str],
+        criteria: list[Criterion],
+        numeric: list[NumericCheck],
+        facts: list[FactCheck],
+        answers: list[str],
+        why_steps: list[tuple[str, list[str]]],
+        code_verdict_passed: bool | None,
+        reference: str | None = None,
+    ) -> QuestionScore:
+        notes: list[str] = []
+        methods: list[Method] = []
+        screened = [screen(a or "") for a in answers] or [screen("")]
+        removed = sum(len(s.removed) for s in screened)
+        if removed:
+            notes.append(f"ignored {removed} passage(s) addressed to the grader rather than answering")
+        main = screened[0].text
+
+        cov = score_coverage(self.encoder, main, key_points, question_text, self.calibration, reference)
+        methods.append("coverage")
+        c = cov.level
+        notes.append(f"coverage (calibrated on human grades): {c:.2f}/4")
+
+        checks: list[CheckResult] = run_checks(main, numeric, facts) if (numeric or facts) else []
+        if checks:
+            methods.append("deterministic")
+            passed = sum(ch.passed for ch in checks)
+            notes.append(f"checks passed: {passed}/{len(checks)}")
+
+        quotes = None
+        judged = None
+        if self.use_judge and main.strip():
+            try:
+                if self.use_quotes:
+                    quotes = extract_quotes(self.judge_model, question_text, main, key_points)
+                    methods.append("quote-extraction")
+                    notes.append(
+                        f"quote extraction: {len(quotes.covered)}/{len(key_points)} key points quoted"
+                    )
+                    if quotes.rejected:
+                        notes.append(f"rejected {len(quotes.rejected)} quote(s) not found in the answer")
+                judged = run_judge(
+                    self.judge_model, question_text, main, criteria, key_points, samples=self.judge_samples
+                )
+                methods.append("llm-judge")
+            except ModelError as e:
+                notes.append(f"LLM grading unavailable, scored offline only: {e}")
+
+        discussion = self._combine(
+            c, quotes.level if quotes else None, judged.level if judged else None, notes
+        )
+        if checks:
+            k = sum(ch.passed for ch in checks) / len(checks)
+            discussion = 0.75 * discussion + 0.25 * 4.0 * k
+        overall = discussion
+        if code_verdict_passed is not None:
+            methods.append("code-tests")
+            checks.append(
+                CheckResult(
+                    name="code tests",
+                    passed=code_verdict_passed,
+                    expected="all tests pass",
+                    found="passed" if code_verdict_passed else "failing tests",
+                )
+            )
+            overall = 0.5 * (4.0 if code_verdict_passed else 0.0) + 0.5 * discussion
+
+        covered = [
+            m.key_point for m in cov.matches if m.covered or (quotes and quotes.quotes.get(m.key_point))
+        ]
+        missed = [k for k in key_points if k not in covered]
+        evidence_for = self._evidence(cov, quotes)
+        crit_scores = self._criteria(criteria, cov, judged, evidence_for, covered, missed, c, quotes, notes)
+        if code_verdict_passed is not None:
+            crit_scores.append(
+                CriterionScore(
+                    criterion="correctness (tests)",
+                    level=4 if code_verdict_passed else 0,
+                    evidence=[],
+                    missing=[] if code_verdict_passed else ["the sandboxed tests do not all pass"],
+                    method="code-tests",
+                )
+            )
+
+        depth = 0
+        for level, (step_question, step_points) in enumerate(why_steps[:2], start=1):
+            if len(screened) <= level or not screened[level].text.strip():
+                continue
+            step = score_coverage(
+                self.encoder, screened[level].text, step_points, step_question, self.calibration
+            )
+            good = step.level >= WELL_ANSWERED or len(step.covered) * 2 >= len(step_points)
+            notes.append(
+                f"why level {level}: coverage {step.level:.2f}/4, {len(step.covered)}/{len(step_points)}"
+            )
+            depth += int(good)
+
+        return QuestionScore(
+            question_id=question_id,
+            overall=round(min(4.0, max(0.0, overall)), 2),
+            criteria=crit_scores,
+            checks=checks,
+            key_points_covered=covered,
+            key_points_missed=missed,
+            why_depth=depth,
+            methods=list(dict.fromkeys(methods)),
+            notes=notes,
+        )
+
+    @staticmethod
+    def _combine(c: float, q: float | None, j: float | None, notes: list[str]) -> float:
+        parts = [c]
+        if q is not None:
+            parts.append(q)
+        if j is not None:
+            cap = max(parts) + 1.0
+            if j > cap:
+                notes.append(
+                    f"LLM judge level {j:.2f} capped at {cap:.2f}: the verified evidence supports less"
+                )
+            parts.append(min(j, cap))
+            notes.append(f"LLM judge (median of samples): {j:.2f}/4")
+        return statistics.fmean(parts)
+
+    @staticmethod
+    def _evidence(cov: CoverageResult, quotes: Any) -> dict[str, str]:
+        """Key point -> exact words of the candidate that cover it (verified quote first, else best sentence)."""
+        out: dict[str, str] = {}
+        for m in cov.matches:
+            q = quotes.quotes.get(m.key_point) if quotes else None
+            if q:
+                out[m.key_point] = q
+            elif m.covered and m.best_sentence:
+                out[m.key_point] = m.best_sentence
+        return out
+
+    def _criteria(
+        self,
+        criteria: list[Criterion],
+        cov: CoverageResult,
+        judged: Any,
+        evidence_for: dict[str, str],
+        covered: list[str],
+        missed: list[str],
+        c: float,
+        quotes: Any,
+        notes: list[str],
+    ) -> list[CriterionScore]:
+        """One score per criterion: the judge's (capped) level when it ran, else calibrated coverage."""
+        assignment = self._assign(criteria, [m.key_point for m in cov.matches])
+        fraction = {m.key_point: m.fraction for m in cov.matches}
+        judged_by_name = {jc.criterion: jc for jc in judged.criteria} if judged else {}
+        support = max(c, quotes.level if quotes else 0.0)
+        out: list[CriterionScore] = []
+        for crit in criteria:
+            points = assignment.get(crit.name, [])
+            ev = list(dict.fromkeys(evidence_for[k] for k in points if k in evidence_for))
+            if points:
+                own = 4.0 * float(np.mean([fraction[k] for k in points]))
+                if quotes:
+                    own = (own + 4.0 * sum(1 for k in points if quotes.quotes.get(k)) / len(points)) / 2
+                offline = 0.5 * c + 0.5 * own
+            else:
+                offline = c
+            jc = judged_by_name.get(crit.name)
+            if jc is not None:
+                level = min(float(jc.level), support + 1.0)
+                level = (level + offline) / 2
+                ev = list(dict.fromkeys([*jc.evidence, *ev]))
+                method: Method = "llm-judge"
+            else:
+                level = offline
+                method = "quote-extraction" if quotes else "coverage"
+            out.append(
+                CriterionScore(
+                    criterion=crit.name,
+                    level=int(min(4, max(0, round(level)))),
+                    evidence=ev[:MAX_EVIDENCE],
+                    missing=[k for k in points if k in missed],
+                    method=method,
+                )
+            )
+        return out
+
+    def _assign(self, criteria: list[Criterion], key_points: list[str]) -> dict[str, list[str]]:
+        """Each key point goes to the criterion whose name and top anchor it is most similar to."""
+        if not criteria or not key_points:
+            return {}
+        if len(criteria) == 1:
+            return {criteria[0].name: list(key_points)}
+        crit_vecs = self.encoder.sentences([f"{c.name}: {c.levels[4]}" for c in criteria])
+        kp_vecs = self.encoder.sentences(key_points)
+        best = (kp_vecs @ crit_vecs.T).argmax(axis=1)
+        out: dict[str, list[str]] = {}
+        for kp, i in zip(key_points, best, strict=True):
+            out.setdefault(criteria[int(i)].name, []).append(kp)
+        return out
+
+    # ------------------------------------------------------------------------------------------------
+    def grade_one(
+        self,
+        question_text: str,
+        answer: str,
+        reference_answer: str | None = None,
+        rubric: Any = None,
+    ) -> dict[str, Any]:
+        """Score any question given a reference answer or a rubric; a JSON-ready dict (score on 0-4)."""
+        spec = _rubric_spec(question_text, reference_answer, rubric)
+        result = self._score(answers=[answer], why_steps=[], code_verdict_passed=None, **spec)
+        evidence = list(dict.fromkeys(e for cs in result.criteria for e in cs.evidence))
+        return {
+            "score": result.overall,
+            "level": math.floor(result.overall + 0.5),
+            "evidence": evidence,
+            "key_points_covered": result.key_points_covered,
+            "key_points_missed": result.key_points_missed,
+            "criteria": [cs.model_dump() for cs in result.criteria],
+            "checks": [ch.model_dump() for ch in result.checks],
+            "methods": result.methods,
+            "notes": result.notes,
+        }
+
+
+def _rubric_spec(question_text: str, reference: str | None, rubric: Any) -> dict[str, Any]:
+    """Normalise a reference answer and/or a rubric (Question, dict, YAML/JSON text, or plain text)."""
+    if not question_text or not question_text.strip():
+        raise InputError("the question text is empty; every item needs a `question`")
+    if rubric is None and not (reference and reference.strip()):
+        raise InputError("give a `reference_answer` or a `rubric` to grade against")
+    if isinstance(rubric, Question):
+        q = rubric
+        return {
+            "question_id": q.id,
+            "question_text": question_text,
+            "key_points": list(q.key_points),
+            "criteria": list(q.criteria),
+            "numeric": list(q.numeric_checks),
+            "facts": list(q.fact_checks),
+            "reference": reference,
+        }
+    data: Any = rubric
+    if isinstance(rubric, str):
+        try:
+            data = yaml.safe_load(rubric)
+        except yaml.YAMLError:
+            data = rubric
+        if not isinstance(data, dict | list):
+            data = rubric
+    key_points: list[str] = []
+    criteria: list[Criterion] = []
+    numeric: list[NumericCheck] = []
+    facts: list[FactCheck] = []
+    try:
+        if isinstance(data, dict):
+            key_points = [str(k) for k in data.get("key_points", [])]
+            criteria = [Criterion.model_validate(c) for c in data.get("criteria", [])]
+            numeric = [NumericCheck.model_validate(c) for c in data.get("numeric_checks", [])]
+            facts = [FactCheck.model_validate(c) for c in data.get("fact_checks", [])]
+            reference = reference or data.get("model_answer") or data.get("reference_answer")
+        elif isinstance(data, list):
+            key_points = [str(k) for k in data]
+        elif isinstance(data, str):
+            lines = [ln.strip(" -*\t") for ln in data.splitlines() if ln.strip(" -*\t")]
+            key_points = lines if len(lines) > 1 else split_sentences(data)
+    except ValidationError as e:
+        raise InputError(
+            f"the rubric does not validate: {e.errors()[0]['msg']} at {e.errors()[0]['loc']}"
+        ) from e
+    if not key_points:
+        key_points = split_sentences(reference or "")
+    if not key_points:
+        raise InputError("the rubric has no key points and there is no reference answer to take them from")
+    return {
+        "question_id": "adhoc",
+        "question_text": question_text,
+        "key_points": key_points,
+        "criteria": criteria or [_GENERIC],
+        "numeric": numeric,
+        "facts": facts,
+        # A reference answer is what the coverage model was calibrated against; key points otherwise.
+        "reference": reference if reference and reference.strip() else None,
+    }
+
+
+_default_scorer: RubricScorer | None = None
+
+
+def grade_one(
+    question_text: str, answer: str, reference_answer: str | None = None, rubric: Any = None
+) -> dict[str, Any]:
+    """Score one answer to any question, offline, with the packaged embedder (see RubricScorer.grade_one)."""
+    global _default_scorer
+    if _default_scorer is None:
+        _default_scorer = RubricScorer()
+    return _default_scorer.grade_one(question_text, answer, reference_answer, rubric)
+
+
+def _read_jsonl(path: Path) -> Iterable[tuple[int, dict[str, Any]]]:
+    try:
+        with path.open(encoding="utf-8") as f:
+            for n, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                try:
+                    item = json.loads(line)
+                except json.JSONDecodeError as e:
+                    raise InputError(f"{path}:{n} is not valid JSON ({e.msg}); one object per line") from e
+                if not isinstance(item, dict):
+                    raise InputError(f"{path}:{n} is not a JSON object")
+                yield n, item
+    except OSError as e:
+        raise InputError(f"cannot read {path}: {e}") from e
+
+
+def grade_file(
+    input_jsonl: Path | str,
+    output_jsonl: Path | str,
+    *,
+    scorer: RubricScorer | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> int:
+    """Grade every line of ``input_jsonl`` (question, reference_answer or rubric, answer); returns the count.
+
+    Each output line is the input object plus ``score`` (0-4), ``evidence``, ``key_points_missed``,
+    ``methods`` and ``notes``.
+    """
+    src, dst = Path(input_jsonl), Path(output_jsonl)
+    items = list(_read_jsonl(src))
+    scorer = scorer or RubricScorer()
+    graded = 0
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    with dst.open("w", encoding="utf-8") as out:
+        for i, (n, item) in enumerate(items):
+            if "answer" not in item or "question" not in item:
+                raise InputError(
+                    f"{src}:{n} needs `question` and `answer` (plus `reference_answer` or `rubric`)"
+                )
+            try:
+                result = scorer.grade_one(
+                    str(item["question"]),
+                    str(item["answer"] or ""),
+                    item.get("reference_answer"),
+                    item.get("rubric"),
+                )
+            except InputError as e:
+                raise InputError(f"{src}:{n}: {e}") from e
+            row = {
+                **item,
+                "score": result["score"],
+                "evidence": result["evidence"],
+                "key_points_missed": result["key_points_missed"],
+                "methods": result["methods"],
+                "notes": result["notes"],
+            }
+            out.write(json.dumps(row, ensure_ascii=False) + "\n")
+            graded += 1
+            if progress:
+                progress(i + 1, len(items))
+    return graded

@@ -1,0 +1,213 @@
+"""Scorer properties on fixed inputs: ordering, evidence, why-depth, grade_one / grade_file, calibration."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from interviewer.content import load_bank
+from interviewer.embeddings import HashingEmbedder, MiniLMEmbedder
+from interviewer.errors import InputError
+from interviewer.scoring.calibrate import group_folds, quadratic_kappa, run_calibration
+from interviewer.scoring.coverage import load_calibration
+from interviewer.scoring.scorer import RubricScorer, grade_file
+from tests.conftest import REPO
+from tests.scoring_samples import ANSWERS, DECODE_ID, LAYOUT_ID, WHY
+
+FIXTURE = Path(__file__).parent / "fixtures" / "grading" / "answers.jsonl"
+
+
+@pytest.fixture(scope="module")
+def bank():
+    return load_bank(REPO)
+
+
+@pytest.fixture(scope="module")
+def hashing_scorer() -> RubricScorer:
+    return RubricScorer(HashingEmbedder())
+
+
+@pytest.fixture(scope="module")
+def minilm_scorer() -> RubricScorer:
+    return RubricScorer(MiniLMEmbedder())
+
+
+def _in_answer(quote: str, answers: list[str]) -> bool:
+    return any(quote in a for a in answers)
+
+
+@pytest.mark.parametrize("qid", [DECODE_ID, LAYOUT_ID])
+def test_strong_beats_partial_beats_wrong_hashing(bank, hashing_scorer: RubricScorer, qid: str) -> None:
+    q = bank.get(qid)
+    s = {k: hashing_scorer.score(q, [a]) for k, a in ANSWERS[qid].items() if k != "wrong_topical"}
+    assert s["strong"].overall > s["partial"].overall > s["wrong"].overall, {
+        k: v.overall for k, v in s.items()
+    }
+    assert len(s["strong"].key_points_covered) > len(s["wrong"].key_points_covered)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("qid", [DECODE_ID, LAYOUT_ID])
+def test_strong_beats_partial_beats_wrong_minilm(bank, minilm_scorer: RubricScorer, qid: str) -> None:
+    q = bank.get(qid)
+    s = {k: minilm_scorer.score(q, [a]) for k, a in ANSWERS[qid].items() if k != "wrong_topical"}
+    assert s["strong"].overall > s["partial"].overall > s["wrong"].overall, {
+        k: v.overall for k, v in s.items()
+    }
+    assert s["strong"].overall >= 3.0 and s["wrong"].overall <= 2.0
+    strong = s["strong"]
+    assert strong.methods[0] == "coverage" and "deterministic" in strong.methods
+    for crit in strong.criteria:
+        assert all(
+            _in_answer(e, [ANSWERS[qid]["strong"]]) for e in crit.evidence
+        )  # the candidate's own words
+        assert crit.method == "coverage"
+    assert set(strong.key_points_covered) | set(strong.key_points_missed) == set(q.key_points)
+    assert len(s["wrong"].key_points_missed) >= len(q.key_points) - 1
+
+
+@pytest.mark.slow
+def test_every_round_sample_orders_model_answer_over_partial_over_mistakes(bank, minilm_scorer) -> None:
+    """One question per round: the authored model answer > its first sentence > the common mistakes stated."""
+    for round_ in bank.rounds():
+        q = next((x for x in bank.by_round(round_) if x.common_mistakes), None)
+        if q is None:
+            continue
+        sentences = [s for s in q.model_answer.replace("\n", " ").split(". ") if s.strip()]
+        partial = sentences[0] + "."
+        wrong = "I think " + "; and ".join(q.common_mistakes) + "."
+        strong_s = minilm_scorer.score(q, [q.model_answer]).overall
+        partial_s = minilm_scorer.score(q, [partial]).overall
+        wrong_s = minilm_scorer.score(q, [wrong]).overall
+        assert strong_s > partial_s, (q.id, strong_s, partial_s)
+        assert strong_s > wrong_s, (q.id, strong_s, wrong_s)
+
+
+def test_why_depth_counts_levels_answered_well(bank, hashing_scorer: RubricScorer) -> None:
+    q = bank.get(DECODE_ID)
+    strong = ANSWERS[DECODE_ID]["strong"]
+    w1, w2 = WHY[DECODE_ID]
+    assert hashing_scorer.score(q, [strong]).why_depth == 0
+    assert hashing_scorer.score(q, [strong, w1]).why_depth == 1
+    assert hashing_scorer.score(q, [strong, w1, w2]).why_depth == 2
+    assert hashing_scorer.score(q, [strong, "I am not sure.", "No idea, sorry."]).why_depth == 0
+
+
+def test_code_verdict_is_half_the_score(bank, hashing_scorer: RubricScorer) -> None:
+    q = bank.get(LAYOUT_ID)
+    a = ANSWERS[LAYOUT_ID]["strong"]
+    passed = hashing_scorer.score(q, [a], code_verdict_passed=True)
+    failed = hashing_scorer.score(q, [a], code_verdict_passed=False)
+    assert passed.overall - failed.overall == pytest.approx(2.0, abs=0.01)
+    assert "code-tests" in passed.methods
+    assert any(c.criterion == "correctness (tests)" and c.level == 0 for c in failed.criteria)
+
+
+def test_empty_answer_scores_zero(bank, hashing_scorer: RubricScorer) -> None:
+    s = hashing_scorer.score(bank.get(DECODE_ID), [""])
+    assert s.overall == 0.0 and not s.key_points_covered and s.why_depth == 0
+
+
+def test_grade_one_with_reference_and_with_rubric(hashing_scorer: RubricScorer) -> None:
+    question = "What is the role of a prototype program in problem solving?"
+    ref = "To simulate the behaviour of portions of the desired software product."
+    good = hashing_scorer.grade_one(
+        question, "It simulates the behaviour of portions of the desired product.", ref
+    )
+    bad = hashing_scorer.grade_one(question, "A prototype is the first line of a function.", ref)
+    assert 0 <= bad["score"] < good["score"] <= 4
+    assert good["evidence"] and all(
+        e in "It simulates the behaviour of portions of the desired product." for e in good["evidence"]
+    )
+    rubric = {"key_points": ["simulates part of the product", "tests feasibility early"]}
+    r = hashing_scorer.grade_one(
+        question, "It simulates part of the product to test feasibility early.", rubric=rubric
+    )
+    assert r["score"] > bad["score"] and r["methods"] == ["coverage"]
+    with pytest.raises(InputError):
+        hashing_scorer.grade_one(question, "anything")
+    with pytest.raises(InputError):
+        hashing_scorer.grade_one(
+            question, "x", rubric={"key_points": [], "criteria": [{"name": "c", "levels": {0: "a"}}]}
+        )
+
+
+def test_grade_file_on_fixture(tmp_path: Path, hashing_scorer: RubricScorer) -> None:
+    out = tmp_path / "scored.jsonl"
+    n = grade_file(FIXTURE, out, scorer=hashing_scorer)
+    rows = [json.loads(x) for x in out.read_text().splitlines()]
+    src = [json.loads(x) for x in FIXTURE.read_text().splitlines() if x.strip()]
+    assert n == len(rows) == len(src)
+    for a, b in zip(src, rows, strict=True):
+        assert {k: b[k] for k in a} == a  # input fields kept
+        assert 0.0 <= b["score"] <= 4.0 and isinstance(b["evidence"], list)
+        assert all(e in a["answer"] for e in b["evidence"])
+    by_id = {r["id"]: r["score"] for r in rows}
+    assert by_id["proto-good"] > by_id["proto-bad"]
+    assert by_id["kv-good"] > by_id["kv-bad"]
+    assert next(r for r in rows if r["id"] == "kv-good")["notes"]
+
+
+def test_grade_file_reports_the_bad_line(tmp_path: Path, hashing_scorer: RubricScorer) -> None:
+    bad = tmp_path / "in.jsonl"
+    bad.write_text('{"question": "q", "answer": "a", "reference_answer": "r"}\n{"question": "q"}\n')
+    with pytest.raises(InputError, match=r"in.jsonl:2"):
+        grade_file(bad, tmp_path / "out.jsonl", scorer=hashing_scorer)
+
+
+def test_shipped_calibration_is_readable() -> None:
+    cal = load_calibration()
+    assert len(cal.answer.weights) == len(cal.answer.features) >= 5
+    assert 0 < cal.covered_threshold < 1
+    assert cal.meta["cv_average"]["r"] > 0.5  # what the fit reported for itself, recorded with the data
+
+
+def test_group_folds_never_split_a_question() -> None:
+    groups = [f"q{i % 13}" for i in range(200)]
+    fold = group_folds(groups, 5)
+    for g in set(groups):
+        assert len({int(f) for f, gg in zip(fold, groups, strict=True) if gg == g}) == 1
+    assert len(set(fold.tolist())) == 5
+
+
+def test_quadratic_kappa() -> None:
+    assert quadratic_kappa([0, 1, 2, 3], [0, 1, 2, 3]) == pytest.approx(1.0)
+    assert quadratic_kappa([0, 5, 0, 5], [5, 0, 5, 0]) < 0
+
+
+def test_calibration_runs_end_to_end_on_a_small_csv(tmp_path: Path) -> None:
+    rows = []
+    for qi in range(6):
+        ref = f"topic{qi} alpha{qi} beta{qi} gamma{qi} delta{qi}"
+        for k in range(6):
+            words = ref.split()[:k] + ["filler"] * (5 - k)
+            rows.append([f"{qi}.1", f"Explain topic{qi}?", ref, " ".join(words), k, max(0, k - 1)])
+    path = tmp_path / "graded.csv"
+    with path.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(
+            [
+                "question_id",
+                "question",
+                "reference_answer",
+                "student_answer",
+                "score_grader1",
+                "score_grader2",
+            ]
+        )
+        w.writerows(rows)
+    out = tmp_path / "calibration.json"
+    seen: list[str] = []
+    report = run_calibration(
+        path, folds=3, progress=lambda s, d, t: seen.append(s), embedder=HashingEmbedder(), output=out
+    )
+    table = report.table()
+    assert "grader 1 vs grader 2" in table and "coverage model" in table
+    assert report.rows["scorer: coverage model (answer level)"]["average"]["r"] > 0.8
+    assert {"embedding", "features", "cross-validation"} <= set(seen)
+    data = json.loads(out.read_text())
+    assert data["answer_model"]["features"] and data["n_questions"] == 6
+    assert load_calibration(out).answer.fraction({n: 0.0 for n in data["answer_model"]["features"]}) >= 0
