@@ -7,7 +7,7 @@ import pytest
 
 from interviewer.checker import check, get_task
 from interviewer.checker.cpp_tasks import transpose as T
-from interviewer.checker.sandbox import Sandbox
+from interviewer.checker.sandbox import Limits, Sandbox
 
 TASK = "cpp-tiled-transpose"
 
@@ -123,3 +123,22 @@ def test_closed_form_checksum_equals_the_checksum_of_the_built_transpose() -> No
         swapped[[0, -1]] = swapped[[-1, 0]]
         if dst.size > 1:
             assert T.checksum(swapped) != T.expected_checksum(row_key, col_key)
+
+
+@pytest.mark.sandbox
+def test_an_infinite_loop_is_stopped_by_the_limits_with_a_clear_message(sandbox: Sandbox) -> None:
+    code = (
+        "#include <cstddef>\nvoid transpose(const float*, float*, std::size_t, std::size_t) { for (;;) {} }\n"
+    )
+    checks = T.grade_checks(get_task(TASK).path, code, sandbox, limits=Limits(cpu_seconds=1, wall_seconds=4))
+    failed = [c for c in checks if not c.passed]
+    assert failed and failed[0].name == "shape 1x1"
+    assert "CPU limit" in failed[0].message or "did not finish" in failed[0].message
+
+
+@pytest.mark.sandbox
+def test_including_a_hidden_host_file_fails_inside_the_box_without_leaking_it(sandbox: Sandbox) -> None:
+    harness = get_task(TASK).path / "harness.cpp"
+    v = check(TASK, f'#include "{harness}"\n', sandbox=sandbox)
+    assert v.error is not None and "No such file or directory" in v.error
+    assert "naive_rows" not in v.error and "kGuard" not in v.error

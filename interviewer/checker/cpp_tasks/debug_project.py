@@ -10,6 +10,7 @@ are right, and no sanitizer spoke.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import secrets
 import time
@@ -244,7 +245,7 @@ def _sanitizer_report(stderr: str, project: set[str]) -> str | None:
 
 
 def _run_variant(
-    sandbox: SandboxLike, variant: Variant, project: Mapping[str, str], harness: str, inp: str
+    sandbox: SandboxLike, variant: Variant, project: Mapping[str, str], harness: str, inp: str, limits: Limits
 ) -> BoxRun:
     """Build one sanitizer variant (cached objects where nothing changed), then run the driver."""
     sources = {HARNESS: harness, **{n: t for n, t in project.items() if n.endswith(".cpp")}}
@@ -254,11 +255,13 @@ def _run_variant(
         return BoxRun(built=False, build_log=log, result=RunResult(None, "", "", False, None, 0.0))
     return link_and_run(
         sandbox, objects, {"input.txt": inp}, variant.flags, ["./prog", "input.txt"],
-        env=variant.env, limits=RUN_LIMITS, seccomp="sanitizer",
+        env=variant.env, limits=limits, seccomp="sanitizer",
     )  # fmt: skip
 
 
-def grade_checks(task_dir: Path, code: str, sandbox: SandboxLike, seed: int | None = None) -> list[Check]:
+def grade_checks(
+    task_dir: Path, code: str, sandbox: SandboxLike, seed: int | None = None, limits: Limits = RUN_LIMITS
+) -> list[Check]:
     """Every check of the task, in order."""
     shipped = shipped_files(task_dir)
     submitted = split_submission(code, set(shipped))
@@ -278,7 +281,7 @@ def grade_checks(task_dir: Path, code: str, sandbox: SandboxLike, seed: int | No
     inp = _input(nonce, scenarios)
 
     def one(v: Variant) -> BoxRun:
-        return _run_variant(sandbox, v, project, harness, inp)
+        return _run_variant(sandbox, v, project, harness, inp, limits)
 
     # Both builds at once: they are independent, and the machine has two cores.
     with ThreadPoolExecutor(max_workers=len(VARIANTS)) as pool:
@@ -330,5 +333,7 @@ def _sanitizer_check(name: str, run: BoxRun, report: str | None) -> Check:
 def grade(task: TaskInfo, code: str, sandbox: Sandbox) -> Verdict:
     """The runner entry point (see interviewer/checker/README.md)."""
     start = time.monotonic()
-    checks = grade_checks(task.path, code, sandbox)
+    # Sanitizers map terabytes of shadow memory: the memory cgroup, not RLIMIT_AS, caps these runs.
+    limits = dataclasses.replace(task.limits.to_limits(), address_space_limit=False)
+    checks = grade_checks(task.path, code, sandbox, limits=limits)
     return to_verdict(task.id, checks, time.monotonic() - start)

@@ -280,7 +280,9 @@ def _check_order(model: Model, got: list[str]) -> str | None:
     return None
 
 
-def grade_checks(task_dir: Path, code: str, sandbox: SandboxLike, seed: int | None = None) -> list[Check]:
+def grade_checks(
+    task_dir: Path, code: str, sandbox: SandboxLike, seed: int | None = None, limits: Limits = RUN_LIMITS
+) -> list[Check]:
     """Every check of the task, in order."""
     check_source(code)
     harness = (task_dir / "harness.cpp").read_text(encoding="utf-8")
@@ -300,7 +302,7 @@ def grade_checks(task_dir: Path, code: str, sandbox: SandboxLike, seed: int | No
         files,
         [*FLAGS, "harness.cpp"],
         ["/bin/sh", "-c", script_runs],
-        limits=RUN_LIMITS,
+        limits=limits,
         collect=collect,
     )
     if not run.built:
@@ -342,5 +344,5 @@ def _how_it_ended(rc: str) -> str:
 def grade(task: TaskInfo, code: str, sandbox: Sandbox) -> Verdict:
     """The runner entry point (see interviewer/checker/README.md)."""
     start = time.monotonic()
-    checks = grade_checks(task.path, code, sandbox)
+    checks = grade_checks(task.path, code, sandbox, limits=task.limits.to_limits())
     return to_verdict(task.id, checks, time.monotonic() - start)

@@ -175,7 +175,9 @@ def _timing(rows: list[tuple[int, int, int]]) -> Timing | None:
     return Timing(rows_first=a, cols_first=b, cand=c, reps=len(rows))
 
 
-def grade_checks(task_dir: Path, code: str, sandbox: SandboxLike, seed: int | None = None) -> list[Check]:
+def grade_checks(
+    task_dir: Path, code: str, sandbox: SandboxLike, seed: int | None = None, limits: Limits = RUN_LIMITS
+) -> list[Check]:
     """Every check of the task, in order; the caller wraps them into the public verdict."""
     check_source(code)
     harness_src = (task_dir / "harness.cpp").read_text(encoding="utf-8")
@@ -189,7 +191,7 @@ def grade_checks(task_dir: Path, code: str, sandbox: SandboxLike, seed: int | No
         files = {"solution.cpp": code, "harness.o": obj, "input.txt": _input_text(seed, shapes, reps, keys)}
         return build_and_run(
             sandbox, files, [*FLAGS, "solution.cpp", "harness.o"], ["./prog", "input.txt"],
-            limits=RUN_LIMITS, collect=["out.bin", "report.txt"],
+            limits=limits, collect=["out.bin", "report.txt"],
         )  # fmt: skip
 
     first = run(TIMING_REPS)
@@ -269,5 +271,5 @@ def _speed_check(
 def grade(task: TaskInfo, code: str, sandbox: Sandbox) -> Verdict:
     """The runner entry point (see interviewer/checker/README.md)."""
     start = time.monotonic()
-    checks = grade_checks(task.path, code, sandbox)
+    checks = grade_checks(task.path, code, sandbox, limits=task.limits.to_limits())
     return to_verdict(task.id, checks, time.monotonic() - start)
