@@ -28,6 +28,7 @@ __all__ = [
     "default_sandbox",
     "get_task",
     "list_tasks",
+    "prepare",
 ]
 
 MAX_CODE_CHARS = 100_000
@@ -78,12 +79,29 @@ def get_task(task_id: str) -> TaskInfo:
     return _load_task(path)
 
 
+_SANDBOXES: dict[str, Sandbox] = {}
+
+
 def default_sandbox() -> Sandbox:
-    """Strict unless the user opted into ``INTERVIEWER_SANDBOX=weak``."""
+    """Strict unless the user opted into ``INTERVIEWER_SANDBOX=weak``; one per mode, so warm boxes are reused."""
     mode = os.environ.get("INTERVIEWER_SANDBOX", "strict").strip().lower()
     if mode not in ("strict", "weak"):
         raise CheckerError(f"INTERVIEWER_SANDBOX is '{mode}'; use 'strict' (default) or 'weak'")
-    return Sandbox(mode="weak" if mode == "weak" else "strict")
+    if mode not in _SANDBOXES:
+        _SANDBOXES[mode] = Sandbox(mode="weak" if mode == "weak" else "strict")
+    return _SANDBOXES[mode]
+
+
+def prepare(task_id: str, *, sandbox: Sandbox | None = None) -> None:
+    """Optional: call when a task is shown; tasks with slow imports (torch) pre-start a box in the background.
+
+    Does nothing for tasks without a ``prepare`` in their runner, or when strict isolation is unavailable.
+    """
+    task = get_task(task_id)
+    runner = importlib.import_module(task.runner)
+    prep = getattr(runner, "prepare", None)
+    if prep is not None:
+        prep(task, sandbox or default_sandbox())
 
 
 def check(task_id: str, code: str, *, sandbox: Sandbox | None = None) -> Verdict:
@@ -112,6 +130,9 @@ def check(task_id: str, code: str, *, sandbox: Sandbox | None = None) -> Verdict
     verdict: Verdict = runner.grade(task, code, sb)
     if verdict.seconds == 0.0:
         verdict.seconds = time.monotonic() - start
+    prep = getattr(runner, "prepare", None)
+    if prep is not None:
+        prep(task, sb)  # the next "Run tests" on this task starts warm
     if sb.mode == "weak" and task.kind != "numeric":
         ok, reason = sb.status()
         if not ok:

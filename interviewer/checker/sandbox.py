@@ -11,6 +11,7 @@ on stdout/stderr and on the files read back. The grader, outside, decides what t
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import errno
 import functools
@@ -250,8 +251,11 @@ class _Cgroup:
                 try:
                     d.rmdir()
                     break
-                except OSError:
+                except FileNotFoundError:
+                    break
+                except OSError:  # EBUSY while the last killed task is being reaped
                     time.sleep(0.02)
+        self.dirs = []
 
 
 def _ro_bind_sources() -> list[str]:
@@ -271,18 +275,152 @@ def _ro_bind_sources() -> list[str]:
     return seen
 
 
+class _StrictBox:
+    """One strict box: staged and started, then released (remaining files + ``.go``) and supervised to the end."""
+
+    def __init__(
+        self,
+        files: Mapping[str, bytes | str],
+        argv: Sequence[str],
+        limits: Limits,
+        seccomp: Literal["strict", "sanitizer"],
+        cpu_allowance: float,
+    ) -> None:
+        self.limits = limits
+        self.initial = {k: (v.encode() if isinstance(v, str) else v) for k, v in files.items()}
+        self._stack = contextlib.ExitStack()
+        self._closed = False
+        self._close_lock = threading.Lock()
+        self.as_root = os.geteuid() == 0
+        self.start = time.monotonic()
+        try:
+            self.box, binds = self._stack.enter_context(_staging(limits, self.as_root))
+            self.owner = NOBODY if self.as_root else None
+            _write_files(self.box, files, self.owner)
+            seccomp_fd = _seccomp_fd(seccomp)
+            os.set_inheritable(seccomp_fd, True)
+            cmd = _bwrap_cmd(binds, self.box, str(seccomp_fd), argv, self.as_root)
+            self.cgroup = _Cgroup(limits)
+            self._stack.callback(self.cgroup.kill_all_and_remove)
+            try:
+                self.proc = _start(cmd, limits, [seccomp_fd], self.cgroup, None, None, cpu_allowance)
+            finally:
+                os.close(seccomp_fd)  # the child holds its own copy
+            self._stack.callback(self._kill)
+        except BaseException:
+            self._stack.close()
+            raise
+
+    def _kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        with contextlib.suppress(Exception):
+            self.proc.wait(timeout=5)
+        for f in (self.proc.stdout, self.proc.stderr):
+            if f is not None:
+                f.close()
+
+    def alive(self) -> bool:
+        return not self._closed and self.proc.poll() is None
+
+    def usable_for(self, files: Mapping[str, bytes | str]) -> bool:
+        """Still running, and started with the same content for every file it was given."""
+        if not self.alive():
+            return False
+        for k, v in self.initial.items():
+            got = files.get(k)
+            if got is None or (got.encode() if isinstance(got, str) else got) != v:
+                return False
+        return True
+
+    def release(self, files: Mapping[str, bytes | str]) -> None:
+        """Write the remaining files, then ``.go``; the wall clock starts now."""
+        _write_files(self.box, {k: v for k, v in files.items() if k not in self.initial}, self.owner)
+        _write_files(self.box, {".go": b""}, self.owner)
+        self.start = time.monotonic()
+
+    def finish(self, collect: Sequence[str]) -> RunResult:
+        try:
+            result = _wait(self.proc, self.limits, self.cgroup, self.start)
+            files_out = _collect(self.box, collect, self.limits)
+        finally:
+            self.close()
+        return _with_files(result, files_out)
+
+    def close(self) -> None:
+        with self._close_lock:
+            if self._closed:
+                return
+            self._closed = True
+        self._stack.close()
+        _LIVE_BOXES.discard(self)
+
+
+_LIVE_BOXES: set[_StrictBox] = set()
+
+
+@atexit.register
+def _close_live_boxes() -> None:
+    """Pre-started boxes hold mounts and processes: release them when the interpreter exits."""
+    for box in list(_LIVE_BOXES):
+        with contextlib.suppress(Exception):
+            box.close()
+
+
+def _bwrap_cmd(
+    binds: list[tuple[str, str]], box: str, seccomp_fd: str, argv: Sequence[str], as_root: bool
+) -> list[str]:
+    """The bwrap (and, as root, setpriv) command line for one box."""
+    cmd = [
+        "bwrap",
+        "--unshare-all",
+        "--unshare-user",
+        "--die-with-parent",
+        "--new-session",
+        "--cap-drop",
+        "ALL",
+    ]
+    cmd += ["--disable-userns"] if _bwrap_has("--disable-userns") else []
+    for src, dest in binds:
+        cmd += ["--ro-bind", src, dest]
+    for link, target in (
+        ("/bin", "usr/bin"),
+        ("/sbin", "usr/sbin"),
+        ("/lib", "usr/lib"),
+        ("/lib64", "usr/lib64"),
+    ):
+        if os.path.islink(link):
+            cmd += ["--symlink", target, link]
+    cmd += ["--proc", "/proc", "--dev", "/dev", "--size", str(64 * _MiB), "--tmpfs", "/tmp"]
+    cmd += ["--bind", box, BOX, "--chdir", BOX, "--hostname", "box"]
+    cmd += ["--clearenv", *_env_args()]
+    cmd += ["--seccomp", seccomp_fd, "--", *argv]
+    if as_root:
+        drop = [
+            f"--reuid={NOBODY}",
+            f"--regid={NOBODY}",
+            "--clear-groups",
+            "--inh-caps=-all",
+            "--bounding-set=-all",
+        ]
+        cmd = ["setpriv", *drop, "--", *cmd]
+    return cmd
+
+
 class Sandbox:
     """Runs argv over a set of files in a fresh private box; strict isolation or an explicit weak mode."""
 
     def __init__(self, mode: Literal["strict", "weak"] = "strict") -> None:
         self.mode: Literal["strict", "weak"] = mode
         self._status: tuple[bool, str] | None = None
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # guards the warm boxes
+        self._status_lock = threading.Lock()
+        self._warm: dict[tuple[object, ...], _StrictBox] = {}
 
     # ----------------------------------------------------------------------------------------- status
     def status(self) -> tuple[bool, str]:
         """Can strict isolation be set up here? ``(ok, reason)``; probes once and caches."""
-        with self._lock:
+        with self._status_lock:
             if self._status is None:
                 self._status = self._probe()
             return self._status
@@ -348,49 +486,70 @@ class Sandbox:
         collect: Sequence[str],
         seccomp: Literal["strict", "sanitizer"],
     ) -> RunResult:
-        as_root = os.geteuid() == 0
-        with _staging(limits, as_root) as (box, binds), contextlib.ExitStack() as stack:
-            _write_files(box, files, NOBODY if as_root else None)
-            fds: list[int] = []
+        key = (tuple(argv), limits, seccomp)
+        with self._lock:
+            warm = self._warm.pop(key, None)
+        if warm is not None and warm.usable_for(files):
+            warm.release(files)
+            return warm.finish(collect)
+        if warm is not None:
+            warm.close()
+        box = _StrictBox(files, argv, limits, seccomp, cpu_allowance=0.0)
+        box.release({})
+        return box.finish(collect)
 
-            def keep(fd: int) -> int:
-                os.set_inheritable(fd, True)
-                fds.append(fd)
-                stack.callback(os.close, fd)
-                return fd
+    # ------------------------------------------------------------------------------------------ warm
+    def prewarm(
+        self,
+        files: Mapping[str, bytes | str],
+        argv: Sequence[str],
+        limits: Limits = Limits(),
+        seccomp: Literal["strict", "sanitizer"] = "strict",
+        *,
+        idle_seconds: float = 600.0,
+        cpu_allowance: float = 30.0,
+    ) -> bool:
+        """Start a single-use box now, so a later ``run`` with the same argv/limits/seccomp starts warm.
 
-            seccomp_fd = keep(_seccomp_fd(seccomp))
-            cmd = [
-                "bwrap",
-                "--unshare-all",
-                "--unshare-user",
-                "--die-with-parent",
-                "--new-session",
-                "--cap-drop",
-                "ALL",
-            ]
-            cmd += ["--disable-userns"] if _bwrap_has("--disable-userns") else []
-            for src, dest in binds:
-                cmd += ["--ro-bind", src, dest]
-            for link, target in (("/bin", "usr/bin"), ("/sbin", "usr/sbin"), ("/lib", "usr/lib")):
-                if os.path.islink(link):
-                    cmd += ["--symlink", target, link]
-            if os.path.islink("/lib64"):
-                cmd += ["--symlink", "usr/lib64", "/lib64"]
-            cmd += ["--proc", "/proc", "--dev", "/dev", "--size", str(64 * _MiB), "--tmpfs", "/tmp"]
-            cmd += ["--bind", box, BOX, "--chdir", BOX, "--hostname", "box"]
-            cmd += ["--clearenv", *_env_args()]
-            cmd += ["--seccomp", str(seccomp_fd), "--", *argv]
-            if as_root:
-                cmd = [
-                    "setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
-                    "--inh-caps=-all", "--bounding-set=-all", "--", *cmd,
-                ]  # fmt: skip
-            cgroup = _Cgroup(limits)
-            stack.callback(cgroup.kill_all_and_remove)
-            result = _supervise(cmd, limits, fds, cgroup, cwd=None, env=None)
-            files_out = _collect(box, collect, limits)
-        return _with_files(result, files_out)
+        The program starts with ``files`` only and may do slow set-up (e.g. ``import torch``), then must
+        wait for the file ``.go`` in its cwd: ``run`` writes its remaining files, then ``.go``. The wall
+        clock starts at ``.go``; ``cpu_allowance`` extra CPU seconds cover the set-up. Unused boxes die after
+        ``idle_seconds``. Returns False (and does nothing) when strict isolation is unavailable.
+        """
+        for name in files:
+            _safe_relpath(name)
+        if not self.status()[0]:
+            return False
+        key = (tuple(argv), limits, seccomp)
+        with self._lock:
+            if key in self._warm and self._warm[key].alive():
+                return True
+        box = _StrictBox(files, argv, limits, seccomp, cpu_allowance=cpu_allowance)
+        timer = threading.Timer(idle_seconds, self._expire, args=(key, box))
+        timer.daemon = True
+        timer.start()
+        with self._lock:
+            old = self._warm.pop(key, None)
+            self._warm[key] = box
+        if old is not None:
+            old.close()
+        _LIVE_BOXES.add(box)
+        return True
+
+    def _expire(self, key: tuple[object, ...], box: _StrictBox) -> None:
+        with self._lock:
+            if self._warm.get(key) is box:
+                del self._warm[key]
+            else:
+                return
+        box.close()
+
+    def close(self) -> None:
+        """Kill any pre-started boxes."""
+        with self._lock:
+            boxes, self._warm = list(self._warm.values()), {}
+        for b in boxes:
+            b.close()
 
     # ------------------------------------------------------------------------------------------ weak
     def _run_weak(
@@ -401,7 +560,7 @@ class Sandbox:
         collect: Sequence[str],
     ) -> RunResult:
         with tempfile.TemporaryDirectory(prefix="interviewer-weak-") as box:
-            _write_files(box, files, None)
+            _write_files(box, {**files, ".go": b""}, None)
             env = dict(os.environ) | {"HOME": box, "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "2"}
             result = _supervise(list(argv), limits, [], None, cwd=box, env=env)
             files_out = _collect(box, collect, limits)
@@ -544,9 +703,9 @@ def _with_files(r: RunResult, files: dict[str, bytes]) -> RunResult:
     return RunResult(r.returncode, r.stdout, r.stderr, r.timed_out, r.killed_reason, r.wall_seconds, files)
 
 
-def _rlimit_args(limits: Limits) -> list[str]:
+def _rlimit_args(limits: Limits, cpu_allowance: float = 0.0) -> list[str]:
     """``prlimit`` options: the limits apply from the first exec and are inherited by everything below."""
-    cpu = max(1, int(limits.cpu_seconds + 0.999))
+    cpu = max(1, int(limits.cpu_seconds + cpu_allowance + 0.999))
     fsize = limits.file_size_mb * _MiB
     as_bytes = max(limits.memory_mb * 4, _AS_FLOOR_MB) * _MiB
     nproc = limits.processes
@@ -556,23 +715,23 @@ def _rlimit_args(limits: Limits) -> list[str]:
     ]  # fmt: skip
 
 
-def _supervise(
+def _start(
     cmd: list[str],
     limits: Limits,
     pass_fds: list[int],
     cgroup: _Cgroup | None,
     cwd: str | None,
     env: dict[str, str] | None,
-) -> RunResult:
-    """Start ``cmd`` in its own session under rlimits (and the cgroup), enforce wall time and output caps."""
-    full = ["prlimit", *_rlimit_args(limits), "--", *cmd]
+    cpu_allowance: float = 0.0,
+) -> subprocess.Popen[bytes]:
+    """Start ``cmd`` in its own session under rlimits, inside the cgroup from its first instruction."""
+    full = ["prlimit", *_rlimit_args(limits, cpu_allowance), "--", *cmd]
     if cgroup is not None and cgroup.active:
         # Join the cgroup before anything forks: `sh` writes its own pid, then execs the rest.
         joins = " && ".join(f'echo $$ > "{p}"' for p in cgroup.procs_files())
         full = ["/bin/sh", "-c", f'{joins} && exec "$@"', "sh", *full]
-    start = time.monotonic()
     try:
-        proc = subprocess.Popen(
+        return subprocess.Popen(
             full,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
@@ -584,6 +743,23 @@ def _supervise(
         )
     except OSError as e:
         raise SandboxUnavailable(f"cannot start the sandbox ({e}); is util-linux installed?") from e
+
+
+def _supervise(
+    cmd: list[str],
+    limits: Limits,
+    pass_fds: list[int],
+    cgroup: _Cgroup | None,
+    cwd: str | None,
+    env: dict[str, str] | None,
+) -> RunResult:
+    """Start ``cmd`` and wait for it under the wall-clock and output limits."""
+    start = time.monotonic()
+    return _wait(_start(cmd, limits, pass_fds, cgroup, cwd, env), limits, cgroup, start)
+
+
+def _wait(proc: subprocess.Popen[bytes], limits: Limits, cgroup: _Cgroup | None, start: float) -> RunResult:
+    """Drain output under caps; kill the whole session (and cgroup) at the wall-clock deadline."""
     bufs: dict[str, bytearray] = {"stdout": bytearray(), "stderr": bytearray()}
     killed: str | None = None
     timed_out = False

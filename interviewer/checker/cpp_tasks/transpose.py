@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from interviewer.checker.cpp_tasks._build import (
+    BoxRun,
     Check,
     SandboxLike,
     build_and_run,
@@ -187,8 +188,12 @@ def grade_checks(
     shapes = _shapes(rng)
     keys = timing_keys(rng, *TIMING_SHAPE)
 
-    def run(reps: int) -> Any:
-        files = {"solution.cpp": code, "harness.o": obj, "input.txt": _input_text(seed, shapes, reps, keys)}
+    def run(reps: int) -> BoxRun:
+        files: dict[str, str | bytes] = {
+            "solution.cpp": code,
+            "harness.o": obj,
+            "input.txt": _input_text(seed, shapes, reps, keys),
+        }
         return build_and_run(
             sandbox, files, [*FLAGS, "solution.cpp", "harness.o"], ["./prog", "input.txt"],
             limits=limits, collect=["out.bin", "report.txt"],
@@ -233,7 +238,11 @@ def _out_bytes(shapes: list[tuple[int, int]]) -> int:
 
 
 def _speed_check(
-    want: int, first: Any, pairs: list[tuple[int, int, int]], csum: int | None, run: Any
+    want: int,
+    first: BoxRun,
+    pairs: list[tuple[int, int, int]],
+    csum: int | None,
+    run: Callable[[int], BoxRun],
 ) -> Check:
     rows, cols = TIMING_SHAPE
     name = SPEED_TEST

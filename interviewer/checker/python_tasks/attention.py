@@ -11,6 +11,7 @@ from interviewer.checker.models import TaskInfo, TestResult, Verdict
 from interviewer.checker.python_tasks.common import (
     Case,
     compare_array,
+    prewarm_harness,
     run_cases,
     run_error,
     syntax_error,
@@ -130,3 +131,8 @@ def grade(task: TaskInfo, code: str, sandbox: Sandbox) -> Verdict:
             msg = f"out dtype {out.arrays[0].dtype}, expected {e_out.dtype} (keep the input dtype)"
         tests.append(TestResult(name=c.name, passed=msg is None, message=msg or ""))
     return verdict(task, tests, start, error=run_error(run))
+
+
+def prepare(task: TaskInfo, sandbox: Sandbox) -> None:
+    """Pre-start a box with torch imported, so the next "Run tests" skips the import."""
+    prewarm_harness(sandbox, task.limits.to_limits(), torch=True)

@@ -121,8 +121,18 @@ def run_cases(
         "spec.json": json.dumps(spec),
     }
     collect = ["results.jsonl"] + [f"out{i}.npz" for i in range(len(cases))]
-    run = sandbox.run(files, [sys.executable, "-I", "harness.py"], limits=limits, collect=collect)
+    run = sandbox.run(files, harness_argv(torch), limits=limits, collect=collect)
     return parse_outputs(run, cases), run
+
+
+def harness_argv(torch: bool) -> list[str]:
+    """The box command; ``--torch`` imports torch before waiting for ``.go`` (so a warm box has it loaded)."""
+    return [sys.executable, "-I", "harness.py", *(["--torch"] if torch else [])]
+
+
+def prewarm_harness(sandbox: Sandbox, limits: Limits, *, torch: bool) -> bool:
+    """Pre-start a box with the harness (and torch) loaded for the next run of a task with these limits."""
+    return sandbox.prewarm({"harness.py": HARNESS.read_bytes()}, harness_argv(torch), limits)
 
 
 def parse_outputs(run: RunResult, cases: list[Case]) -> dict[str, CaseOutput]:

@@ -8,6 +8,7 @@ import importlib.util
 import json
 import os
 import sys
+import time
 import traceback
 
 import numpy as np
@@ -50,14 +51,21 @@ def _jsonable(x):
     raise TypeError(f"returned a {type(x).__name__}; expected lists of numbers")
 
 
+def wait_for_go():
+    """Slow imports happen before this: a pre-started box waits here until the grader says go."""
+    while not os.path.exists(".go"):
+        time.sleep(0.002)
+
+
 def main():
-    with open("spec.json") as fh:
-        spec = json.load(fh)
     torch = None
-    if spec.get("torch"):
+    if "--torch" in sys.argv:
         import torch
 
-        torch.set_num_threads(int(spec.get("threads", 2)))
+        torch.set_num_threads(1)  # tiny tensors: threads only add contention on 2 cores
+    wait_for_go()
+    with open("spec.json") as fh:
+        spec = json.load(fh)
     inputs = np.load("inputs.npz", allow_pickle=False)
     res = open("results.jsonl", "w")  # noqa: SIM115 - kept open for the whole run, flushed per line
 
@@ -91,3 +99,6 @@ def main():
 
 if __name__ == "__main__":
     main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)  # skip interpreter teardown: with torch loaded it costs seconds, and every file is closed
