@@ -35,7 +35,7 @@ def ratios(sb: Sandbox, code: str, runs: int) -> tuple[list[float], list[float]]
     obj = harness_object(sb, "transpose_harness", (TASK / "harness.cpp").read_text(), T.FLAGS)
     out, paired = [], []
     for seed in range(runs):
-        files = {
+        files: dict[str, str | bytes] = {
             "solution.cpp": code,
             "harness.o": obj,
             "input.txt": T._input_text(

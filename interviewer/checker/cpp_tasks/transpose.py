@@ -1,6 +1,6 @@
 """Grader for ``cpp-tiled-transpose``: correct on every shape, and measurably faster than the naive loop.
 
-The box returns the raw destination buffers (with guard zones) and thread CPU times; this module rebuilds
+The box returns the raw destination buffers (with guard zones) and process CPU times; this module rebuilds
 every input from the seed, checks the buffers against ``A.T`` with NumPy, and judges the timing ratio.
 """
 
@@ -45,19 +45,20 @@ TIMING_SHAPE = (2048, 2048)
 TIMING_REPS = 7
 SPEED_TEST = f"faster than naive ({TIMING_SHAPE[0]}x{TIMING_SHAPE[1]})"
 # Required speedup: best CPU time of the faster naive loop order / best CPU time of the candidate, 7
-# interleaved repetitions per run. Measured here with benchmarks/calibrate_transpose.py (12 runs each,
-# load average 7-10 from other work): 32x32 tiles 1.58-1.83, 16x16 1.41-1.74, 64x64 1.53-1.76; the
-# row-order naive loop 0.94-1.07, the column-order one 0.75-0.95. 1.25 sits in the gap with room both ways.
-MIN_SPEEDUP = 1.25
-# Between these a result may be noise: one more timing run decides (the better run counts).
+# interleaved repetitions per run. Measured here with benchmarks/calibrate_transpose.py, 2 x 12 runs per
+# variant at load average 7-13 from other work (see README.md): 32x32 tiles 1.58-1.95, 16x16 1.30-1.74,
+# 64x64 1.11-1.96 (their 64 rows at a 8 KiB stride share L1 sets); the row-order naive loop 0.92-1.10,
+# the column-order one 0.75-0.95. 1.2 keeps the naive loops out with margin; retries keep 64x64 in.
+MIN_SPEEDUP = 1.2
+# A ratio in [RETRY_ABOVE, MIN_SPEEDUP) may be noise from other load: up to RETRIES more runs, best counts.
 RETRY_ABOVE = 1.0
-RETRY_BELOW = MIN_SPEEDUP
+RETRIES = 2
 RUN_LIMITS = Limits(cpu_seconds=10.0, wall_seconds=20.0, memory_mb=1024)
 
 
 @dataclass(frozen=True)
 class Timing:
-    """Best thread CPU time (ns) of each loop from one run; the baseline is the faster of the two naive loop orders."""
+    """Best process CPU time (ns) of each loop from one run; the baseline is the faster of the two naive loop orders."""
 
     rows_first: int
     cols_first: int
@@ -253,13 +254,15 @@ def _speed_check(
             name, False, f"the {rows}x{cols} result is wrong (checksum mismatch), so it was not timed"
         )
     timings = [t for t in [_timing(pairs)] if t is not None]
-    if RETRY_ABOVE <= timings[0].ratio < RETRY_BELOW:
-        # A borderline ratio may be noise from other load on the machine: measure once more, keep the best.
+    for _ in range(RETRIES):
+        if not RETRY_ABOVE <= max(t.ratio for t in timings) < MIN_SPEEDUP:
+            break
         again = run(TIMING_REPS)
         _, pairs2, csum2 = _parse_report(again.files.get("report.txt", b"").decode("utf-8", "replace"))
         t2 = _timing(pairs2)
-        if not again.crashed and csum2 == want and t2 is not None and len(pairs2) >= TIMING_REPS:
-            timings.append(t2)
+        if again.crashed or csum2 != want or t2 is None or len(pairs2) < TIMING_REPS:
+            break
+        timings.append(t2)
     best = max(timings, key=lambda t: t.ratio)
     ratios = ", ".join(f"{t.ratio:.2f}" for t in timings)
     detail = (
