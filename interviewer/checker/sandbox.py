@@ -15,6 +15,7 @@ import atexit
 import contextlib
 import errno
 import functools
+import importlib.util
 import os
 import selectors
 import shutil
@@ -275,6 +276,27 @@ def _ro_bind_sources() -> list[str]:
     return seen
 
 
+def _masked_paths(sources: Sequence[str]) -> list[str]:
+    """Installed copies of this package under a bound dir (hidden graders, reference solutions): hidden."""
+    found: set[str] = set()
+    spec = importlib.util.find_spec("interviewer")
+    for loc in (spec.submodule_search_locations or []) if spec else []:
+        found.add(os.path.realpath(loc))
+        found.add(os.path.abspath(loc))
+    # An editable install leaves packaged content (rubrics with reference solutions) in site-packages too.
+    for entry in sys.path:
+        for name in ("interviewer", "ui"):
+            cand = os.path.join(entry or ".", name)
+            if os.path.isdir(cand):
+                found.add(os.path.abspath(cand))
+                found.add(os.path.realpath(cand))
+    out = []
+    for p in sorted(found):
+        if os.path.isdir(p) and any(p == s or p.startswith(s.rstrip("/") + "/") for s in sources):
+            out.append(p)
+    return out
+
+
 class _StrictBox:
     """One strict box: staged and started, then released (remaining files + ``.go``) and supervised to the end."""
 
@@ -383,6 +405,8 @@ def _bwrap_cmd(
     cmd += ["--disable-userns"] if _bwrap_has("--disable-userns") else []
     for src, dest in binds:
         cmd += ["--ro-bind", src, dest]
+    for hidden in _masked_paths([dest for _, dest in binds]):
+        cmd += ["--tmpfs", hidden, "--remount-ro", hidden]
     for link, target in (
         ("/bin", "usr/bin"),
         ("/sbin", "usr/sbin"),
@@ -623,7 +647,7 @@ def _staging(limits: Limits, as_root: bool) -> Iterator[tuple[str, list[tuple[st
     unprivileged uid cannot traverse to (e.g. a Python under /root) are bind-mounted into a reachable
     staging dir for the duration of the run.
     """
-    parent = tempfile.mkdtemp(prefix="interviewer-box-")
+    parent = tempfile.mkdtemp(prefix=f"interviewer-box-{os.getpid()}-")
     box = os.path.join(parent, "box")
     os.mkdir(box, 0o700)
     mounts: list[str] = []

@@ -1,0 +1,247 @@
+"""Hostile submissions: each is stopped with a clear verdict, and the host is left untouched."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import socket
+import sys
+import threading
+import uuid
+from pathlib import Path
+
+import pytest
+
+from interviewer.checker import check
+from interviewer.checker.sandbox import Limits, Sandbox
+
+pytestmark = pytest.mark.sandbox
+
+MERGE_OK = """
+def merge_intervals(a, b):
+    out = []
+    for s, e in sorted([*a, *b]):
+        if out and s <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], e)
+        else:
+            out.append([s, e])
+    return out
+"""
+
+
+def _cmdlines_with(token: str) -> list[int]:
+    """Host pids whose command line carries ``token`` (a process that escaped the box would)."""
+    found = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                if token.encode() in (d / "cmdline").read_bytes():
+                    found.append(int(d.name))
+            except OSError:
+                continue
+    return found
+
+
+def _box_leftovers() -> list[str]:
+    """This process's box dirs (other processes may be running their own boxes meanwhile)."""
+    return [p for p in os.listdir("/tmp") if p.startswith(f"interviewer-box-{os.getpid()}-")]
+
+
+@pytest.fixture
+def host_snapshot(sandbox: Sandbox):
+    """No box dirs, mounts or cgroups may outlive a run."""
+    before = set(_box_leftovers())
+    yield
+    assert set(_box_leftovers()) <= before, "a box dir was left in /tmp"
+    mounts = Path("/proc/self/mounts").read_text()
+    assert f"interviewer-box-{os.getpid()}-" not in mounts, "a box mount was left behind"
+
+
+def test_infinite_loop_is_stopped(fast_content: Path, sandbox: Sandbox, host_snapshot: None) -> None:
+    v = check("merge-intervals", "while True:\n    pass\n", sandbox=sandbox)
+    assert not v.passed
+    assert v.error and ("CPU limit" in v.error or "wall-clock limit" in v.error), v.render_text()
+
+
+def test_sleep_hits_the_wall_clock(fast_content: Path, sandbox: Sandbox, host_snapshot: None) -> None:
+    v = check("merge-intervals", "import time\ntime.sleep(60)\n" + MERGE_OK, sandbox=sandbox)
+    assert not v.passed and v.error and "wall-clock limit 4 s" in v.error, v.render_text()
+    assert v.seconds < 15
+
+
+def test_huge_allocation_fails_cleanly(fast_content: Path, sandbox: Sandbox, host_snapshot: None) -> None:
+    v = check("merge-intervals", "x = bytearray(30 * 1024**3)\n" + MERGE_OK, sandbox=sandbox)
+    assert not v.passed and "MemoryError" in v.render_text(), v.render_text()
+    touched = "chunks = [bytearray(64 * 1024**2) for _ in range(64)]\n" + MERGE_OK  # 4 GiB, really touched
+    v = check("merge-intervals", touched, sandbox=sandbox)
+    assert not v.passed
+    assert "memory limit" in v.render_text() or "MemoryError" in v.render_text(), v.render_text()
+
+
+def test_fork_bomb_is_contained(fast_content: Path, sandbox: Sandbox, host_snapshot: None) -> None:
+    token = uuid.uuid4().hex
+    code = f"import os, sys\nsys.argv[0] = '{token}'\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n"
+    v = check("merge-intervals", code, sandbox=sandbox)
+    assert not v.passed and v.error and "limit" in v.error, v.render_text()
+    assert _cmdlines_with(token) == []
+
+
+def test_network_is_unreachable(fast_content: Path, sandbox: Sandbox, host_snapshot: None) -> None:
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(1)
+    srv.settimeout(6)
+    port = srv.getsockname()[1]
+    hits: list[object] = []
+
+    def accept() -> None:
+        with contextlib.suppress(OSError):
+            hits.append(srv.accept())
+
+    t = threading.Thread(target=accept)
+    t.start()
+    code = f"import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=2)\n" + MERGE_OK
+    v = check("merge-intervals", code, sandbox=sandbox)
+    t.join()
+    srv.close()
+    assert hits == [], "the box reached a host socket"
+    assert not v.passed and "importing your code failed" in v.render_text(), v.render_text()
+    r = sandbox.run(
+        {"a.py": "import socket\ntry:\n    socket.socket(socket.AF_INET6, socket.SOCK_STREAM)\nexcept OSError as e:\n"
+                 "    print('blocked', e.errno)\n"},
+        [sys.executable, "a.py"],
+    )  # fmt: skip
+    assert "blocked" in r.stdout
+
+
+def test_hidden_tests_and_reference_are_invisible(
+    fast_content: Path, sandbox: Sandbox, host_snapshot: None
+) -> None:
+    import interviewer.checker.python_tasks.intervals as grader
+
+    probe = f"""
+import os
+paths = [{str(Path(grader.__file__))!r}, {str(fast_content / "rubrics/coding/merge-intervals/reference.py")!r},
+         {str(Path(grader.__file__).parents[3] / "rubrics")!r}]
+seen = [p for p in paths if os.path.exists(p)]
+import glob, sys
+for entry in sys.path:
+    seen += glob.glob(entry + "/interviewer/*") + glob.glob(entry + "/*/_content/rubrics")
+try:
+    import interviewer.checker.python_tasks.intervals
+    seen.append("grader importable")
+except ImportError:
+    pass
+if seen:
+    raise SystemExit("LEAK " + repr(seen))
+raise RuntimeError("nothing visible")
+"""
+    v = check("merge-intervals", probe, sandbox=sandbox)
+    text = v.render_text()
+    assert "LEAK" not in text and "nothing visible" in text, text
+
+
+def test_writes_outside_the_box_do_not_reach_the_host(
+    fast_content: Path, sandbox: Sandbox, host_snapshot: None
+) -> None:
+    token = uuid.uuid4().hex
+    targets = [f"/tmp/{token}", f"/usr/{token}", f"/work/{token}", f"/root/{token}", f"/etc/{token}"]
+    code = (
+        "import os\n"
+        + "".join(f"try:\n    open({t!r}, 'w').write('x')\nexcept OSError:\n    pass\n" for t in targets)
+        + MERGE_OK
+    )
+    check("merge-intervals", code, sandbox=sandbox)
+    for t in targets:
+        assert not os.path.exists(t), f"the box wrote {t} on the host"
+
+
+def test_filling_the_disk_hits_the_box_quota(
+    fast_content: Path, sandbox: Sandbox, host_snapshot: None
+) -> None:
+    free_before = shutil.disk_usage("/tmp").free
+    code = (
+        "import os\nerr = None\ni = 0\nwhile err is None:\n    try:\n"
+        "        with open(f'fill{i}', 'wb') as f:\n            f.write(b'x' * (8 << 20))\n        i += 1\n"
+        "    except OSError as e:\n        err = e\nraise SystemExit(f'stopped after {i} files: {err}')\n"
+    )
+    v = check("merge-intervals", code, sandbox=sandbox)
+    assert not v.passed and "No space left on device" in v.render_text(), v.render_text()
+    assert shutil.disk_usage("/tmp").free > free_before - (256 << 20)
+
+
+def test_stdout_flood_is_cut(fast_content: Path, sandbox: Sandbox, host_snapshot: None) -> None:
+    v = check(
+        "merge-intervals", "import sys\nwhile True:\n    sys.stdout.write('A' * 65536)\n", sandbox=sandbox
+    )
+    assert not v.passed and v.error and "output limit" in v.error, v.render_text()
+
+
+def test_orphaned_children_do_not_survive(fast_content: Path, sandbox: Sandbox, host_snapshot: None) -> None:
+    token = uuid.uuid4().hex
+    code = (
+        "import os, sys\nif os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n"
+        f"        os.execv(sys.executable, [sys.executable, '-c', 'import time; time.sleep(600)', '{token}'])\n"
+        "    os._exit(0)\n" + MERGE_OK
+    )
+    v = check("merge-intervals", code, sandbox=sandbox)
+    assert v.passed, v.render_text()  # the solution itself is right; the point is what is left behind
+    assert _cmdlines_with(token) == [], "a daemonised child outlived the box"
+
+
+FORGERIES = {
+    "patched comparison (__eq__ always True)": (
+        "merge-intervals",
+        "class Always(list):\n    def __eq__(self, other):\n        return True\n    __hash__ = None\n"
+        "def merge_intervals(a, b):\n    return Always()\n",
+        "expected",
+    ),
+    "array-like that claims equality": (
+        "numpy-conv2d",
+        "import numpy as np\nclass Fake(np.ndarray):\n    def __eq__(self, o):\n        return True\n"
+        "def conv2d(x, w, stride=1, padding=0):\n    return np.zeros((1, 1, 1, 1)).view(Fake)\n",
+        "shape",
+    ),
+    "fake output files then exit 0": (
+        "numpy-conv2d",
+        "import json, os\nimport numpy as np\nwith open('results.jsonl', 'w') as f:\n"
+        "    for n in range(20):\n        f.write(json.dumps({'case': 'x', 'passed': True}) + '\\n')\n"
+        "for i in range(20):\n    np.savez(f'out{i}.npz', r0=np.zeros(3))\nos._exit(0)\n",
+        "exited before this case ran",
+    ),
+    "early exit 0 at import": ("merge-intervals", "import os\nos._exit(0)\n", "exited before this case ran"),
+    "sys.exit(0) at import": ("merge-intervals", "import sys\nsys.exit(0)\n", "importing your code failed"),
+    "monkeypatched numpy comparisons": (
+        "numpy-conv2d",
+        "import numpy as np\nnp.allclose = lambda *a, **k: True\nnp.testing.assert_allclose = lambda *a, **k: None\n"
+        "def conv2d(x, w, stride=1, padding=0):\n    return np.zeros((x.shape[0], w.shape[0], 1, 1))\n",
+        "shape",
+    ),
+    "symlinked result file pointing at host secrets": (
+        "merge-intervals",
+        "import os\nos.remove('results.jsonl')\nos.symlink('/etc/shadow', 'results.jsonl')\nos._exit(0)\n",
+        "exited before this case ran",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(FORGERIES))
+def test_forged_passes_fail(name: str, fast_content: Path, sandbox: Sandbox, host_snapshot: None) -> None:
+    task_id, code, message = FORGERIES[name]
+    v = check(task_id, code, sandbox=sandbox)
+    text = v.render_text()
+    assert not v.passed, text
+    assert message in text, text
+
+
+def test_limits_are_reported_by_name(sandbox: Sandbox) -> None:
+    r = sandbox.run({"a.py": "x = 1\nwhile True:\n    x += 1\n"}, [sys.executable, "a.py"],
+                    Limits(cpu_seconds=1, wall_seconds=20))  # fmt: skip
+    assert r.killed_reason and ("CPU limit" in r.killed_reason or "wall-clock" in r.killed_reason)
+    r = sandbox.run({"a.py": "import os\nprint(os.getuid())\n"}, [sys.executable, "a.py"])
+    assert r.stdout.strip() != "0", "the box ran as root"
+    r = sandbox.run(
+        {"a.py": "import ctypes\nprint(ctypes.CDLL(None).ptrace(0, 0, 0, 0))\n"}, [sys.executable, "a.py"]
+    )
+    assert r.stdout.strip() == "-1", "ptrace is allowed under the strict filter"
