@@ -10,6 +10,7 @@ import yaml
 
 from interviewer import prompts
 from interviewer.content import Round, load_bank, load_question
+from interviewer.deep_dive import template_knowledge_links
 from interviewer.errors import ContentError
 
 from .conftest import REPO
@@ -56,6 +57,7 @@ def test_every_seed_topic_maps_to_a_question(bank):
 
 def test_every_knowledge_link_resolves_and_documents_are_substantial(bank):
     linked = {link for q in bank.questions.values() for link in q.knowledge}
+    linked |= set(template_knowledge_links())  # the resume deep-dive rubric is packaged, not a bank file
     for link in linked:
         path = REPO / link
         assert path.is_file(), link
