@@ -363,7 +363,8 @@ class _StrictBox:
 
     def finish(self, collect: Sequence[str]) -> RunResult:
         try:
-            result = _wait(self.proc, self.limits, self.cgroup, self.start)
+            watch = None if self.as_root else self.box  # as root the box is a size-capped tmpfs
+            result = _wait(self.proc, self.limits, self.cgroup, self.start, disk_watch=watch)
             files_out = _collect(self.box, collect, self.limits)
         finally:
             self.close()
@@ -655,7 +656,7 @@ def _staging(limits: Limits, as_root: bool) -> Iterator[tuple[str, list[tuple[st
         binds: list[tuple[str, str]] = []
         if as_root:
             os.chmod(parent, 0o711)  # the unprivileged uid must reach the box and staged mounts through it
-            size = max(limits.file_size_mb * 4, 64)
+            size = box_quota_mb(limits)
             opts = f"size={size}m,mode=0700,uid={NOBODY},gid={NOBODY},nodev,nosuid"
             _mount("-t", "tmpfs", "-o", opts, "interviewer-box", box)
             mounts.append(box)
@@ -779,11 +780,45 @@ def _supervise(
 ) -> RunResult:
     """Start ``cmd`` and wait for it under the wall-clock and output limits."""
     start = time.monotonic()
-    return _wait(_start(cmd, limits, pass_fds, cgroup, cwd, env), limits, cgroup, start)
+    return _wait(_start(cmd, limits, pass_fds, cgroup, cwd, env), limits, cgroup, start, disk_watch=cwd)
 
 
-def _wait(proc: subprocess.Popen[bytes], limits: Limits, cgroup: _Cgroup | None, start: float) -> RunResult:
-    """Drain output under caps; kill the whole session (and cgroup) at the wall-clock deadline."""
+def box_quota_mb(limits: Limits) -> int:
+    """How much the box may hold in total (its tmpfs size, or the watched cap without one)."""
+    return max(limits.file_size_mb * 4, 64)
+
+
+def _disk_usage(path: str, max_entries: int) -> tuple[int, int]:
+    """Bytes allocated and entries under ``path`` (links not followed; stops counting past max_entries)."""
+    total, entries = 0, 0
+    stack = [path]
+    while stack and entries <= max_entries:
+        try:
+            with os.scandir(stack.pop()) as it:
+                for e in it:
+                    entries += 1
+                    st = e.stat(follow_symlinks=False)
+                    total += st.st_blocks * 512
+                    if e.is_dir(follow_symlinks=False):
+                        stack.append(e.path)
+        except OSError:
+            continue
+    return total, entries
+
+
+def _wait(
+    proc: subprocess.Popen[bytes],
+    limits: Limits,
+    cgroup: _Cgroup | None,
+    start: float,
+    disk_watch: str | None = None,
+) -> RunResult:
+    """Drain output under caps; kill the whole session (and cgroup) at the wall-clock deadline.
+
+    ``disk_watch``: a box dir without a size-capped tmpfs (non-root or weak mode), polled every 0.1 s.
+    """
+    quota = box_quota_mb(limits) * _MiB
+    next_disk_check = 0.0
     bufs: dict[str, bytearray] = {"stdout": bytearray(), "stderr": bytearray()}
     killed: str | None = None
     timed_out = False
@@ -806,7 +841,14 @@ def _wait(proc: subprocess.Popen[bytes], limits: Limits, cgroup: _Cgroup | None,
                 timed_out, killed = True, f"wall-clock limit {limits.wall_seconds:g} s"
                 kill()
                 break
-            for key, _ in sel.select(timeout=min(remaining, 0.5)):
+            if disk_watch is not None and time.monotonic() >= next_disk_check:
+                used, entries = _disk_usage(disk_watch, 10_000)
+                if used > quota or entries > 10_000:
+                    killed = f"disk limit {box_quota_mb(limits)} MiB / 10000 files in the box"
+                    kill()
+                    break
+                next_disk_check = time.monotonic() + 0.1
+            for key, _ in sel.select(timeout=min(remaining, 0.1 if disk_watch else 0.5)):
                 chunk = os.read(key.fd, 65536)
                 if not chunk:
                     sel.unregister(key.fileobj)

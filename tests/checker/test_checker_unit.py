@@ -160,3 +160,17 @@ def test_file_names_must_stay_in_the_box() -> None:
 def test_run_result_is_plain_data() -> None:
     r = RunResult(returncode=0, stdout="", stderr="", timed_out=False, killed_reason=None, wall_seconds=0.1)
     assert r.files == {}
+
+
+def test_weak_mode_still_caps_the_box_disk_and_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from interviewer.checker.sandbox import Limits
+
+    sb = Sandbox("weak")
+    monkeypatch.setattr(sb, "status", lambda: (False, "test"))
+    fill = "i = 0\nwhile True:\n    open(f'f{i}', 'wb').write(b'x' * (8 << 20))\n    i += 1\n"
+    r = sb.run({"a.py": fill}, [sys.executable, "a.py"], Limits(wall_seconds=10))
+    assert r.killed_reason and r.killed_reason.startswith("disk limit"), r
+    r = sb.run({"a.py": "import time\ntime.sleep(30)\n"}, [sys.executable, "a.py"], Limits(wall_seconds=1))
+    assert r.timed_out and r.killed_reason == "wall-clock limit 1 s"
