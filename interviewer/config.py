@@ -30,7 +30,7 @@ def _default_content_dir() -> Path:
 class Settings(BaseSettings):
     """Everything configurable. Constructing it does no I/O beyond reading the environment."""
 
-    model_config = SettingsConfigDict(env_prefix="INTERVIEWER_", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix="INTERVIEWER_", extra="ignore", populate_by_name=True)
 
     base_url: str | None = Field(
         default=None, validation_alias=AliasChoices("INTERVIEWER_BASE_URL", "OPENAI_BASE_URL")
@@ -56,6 +56,12 @@ class Settings(BaseSettings):
     # Speech (issue 6): a separate OpenAI-compatible audio server, when set.
     audio_base_url: str | None = None
     audio_api_key: str | None = None
+    audio_stt_model: str = "whisper-1"  # model names sent to that server
+    audio_tts_model: str = "tts-1"
+    audio_voice: str = "alloy"
+    stt_model: Literal["tiny.en", "base"] = "tiny.en"  # local Whisper; base is slower and more accurate
+    tts_engine: Literal["auto", "piper", "espeak"] = "auto"  # auto: piper, else espeak-ng
+    max_audio_seconds: int = Field(default=300, gt=0)  # longest spoken answer accepted
 
     @field_validator("base_url", "chroma_url", "audio_base_url")
     @classmethod

@@ -1,0 +1,105 @@
+"""The command line: --help matches the README, and the commands that need no model work end to end."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from typer.testing import CliRunner
+
+from interviewer.cli import app
+
+from .conftest import FIXTURE_CONTENT, REPO
+
+runner = CliRunner()
+
+
+def _commands() -> set[str]:
+    out = runner.invoke(app, ["--help"], terminal_width=200).output
+    return set(re.findall(r"^│ (\w+)\s", out, flags=re.M))
+
+
+def test_help_lists_exactly_the_commands_the_readme_documents():
+    readme = (REPO / "README.md").read_text()
+    documented = set(re.findall(r"^interviewer (\w+)", readme, flags=re.M))
+    assert _commands() == documented
+
+
+def test_sessions_and_report_from_the_terminal(tmp_path, monkeypatch):
+    monkeypatch.setenv("INTERVIEWER_CONTENT_DIR", str(FIXTURE_CONTENT))
+    monkeypatch.setenv("INTERVIEWER_DATA_DIR", str(tmp_path))
+    empty = runner.invoke(app, ["sessions"])
+    assert empty.exit_code == 0 and "No sessions yet" in empty.output
+
+    from interviewer.content import load_bank
+    from interviewer.session import Interview, Ports
+    from interviewer.store import SessionStore
+
+    store = SessionStore(tmp_path / "sessions.sqlite3")
+    it = Interview.start(Ports(bank=load_bank(FIXTURE_CONTENT), store=store), ["phone-screen"])
+    it.advance_all()
+    it.submit("an answer <b>bold</b>")
+    listed = runner.invoke(app, ["sessions"], terminal_width=200)
+    assert it.session_id in listed.output
+
+    html = tmp_path / "r.html"
+    rep = runner.invoke(app, ["report", it.session_id, "--html", str(html)])
+    assert rep.exit_code == 0, rep.output
+    assert "# Feedback report" in rep.output and html.read_text().startswith("<!doctype html>")
+
+    missing = runner.invoke(app, ["report", "no-such-session"])
+    assert missing.exit_code == 1 and "no session 'no-such-session'" in missing.output
+
+
+def test_practice_in_the_terminal_with_no_model_server(tmp_path, monkeypatch):
+    monkeypatch.setenv("INTERVIEWER_CONTENT_DIR", str(FIXTURE_CONTENT))
+    answers = "4.7x because of the serial part\n\nit assumes perfect scaling\n\nbandwidth saturates\n\n"
+    result = runner.invoke(
+        app,
+        ["practice", "phone-screen", "--base-url", "http://127.0.0.1:9/v1", "--data-dir", str(tmp_path), "--timeout", "2"],
+        input=answers,
+    )
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert "no model server answers at http://127.0.0.1:9/v1" in out  # said once, clearly
+    assert "Which assumption about the parallel part" in out  # the authored follow-ups carry the interview
+    assert "end of this interview" in out
+
+
+def test_bad_round_and_bad_url_are_clear_errors(tmp_path):
+    bad = runner.invoke(app, ["practice", "nope", "--data-dir", str(tmp_path), "--base-url", "http://127.0.0.1:9/v1"])
+    assert bad.exit_code == 1 and "unknown round 'nope'" in bad.output
+    url = runner.invoke(app, ["sessions", "--data-dir", str(tmp_path)], env={"INTERVIEWER_BASE_URL": "localhost:8000"})
+    assert url.exit_code == 1 and "not an http(s) URL" in url.output
+
+
+def test_grade_command_on_a_small_fixture(tmp_path):
+    src = tmp_path / "answers.jsonl"
+    rows = [
+        {
+            "question": "What does a zero point do in int8 quantization?",
+            "reference_answer": "It is the integer that real zero maps to, so zero is represented exactly.",
+            "answer": "The zero point is the integer code that 0.0 maps to, so zero is exact.",
+        },
+        {
+            "question": "What does a zero point do in int8 quantization?",
+            "reference_answer": "It is the integer that real zero maps to, so zero is represented exactly.",
+            "answer": "I like turtles.",
+        },
+    ]
+    src.write_text("\n".join(json.dumps(r) for r in rows))
+    out = tmp_path / "scored.jsonl"
+    result = runner.invoke(app, ["grade", "--input", str(src), "--output", str(out)])
+    assert result.exit_code == 0, result.output
+    scored = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(scored) == 2 and all(0 <= s["score"] <= 4 for s in scored)
+    assert scored[0]["score"] > scored[1]["score"]
+
+
+def test_cli_flags_override_the_environment(monkeypatch):
+    from interviewer.config import load_settings
+
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:1/v1")
+    assert load_settings().base_url == "http://127.0.0.1:1/v1"
+    s = load_settings(base_url="http://127.0.0.1:2/v1", api_key="k", model="m")
+    assert (s.base_url, s.api_key, s.model) == ("http://127.0.0.1:2/v1", "k", "m")
