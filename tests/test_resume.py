@@ -294,3 +294,30 @@ def test_a_deep_dive_round_on_the_fake_model_is_grounded_in_the_resume(tmp_path)
     # The generated questions live with the session, so it resumes without the resume.
     again = Interview.resume(Ports(bank=load_bank(FIXTURE_CONTENT), store=store), it.session_id)
     assert again.question is not None and again.question.id == questions[1].id
+
+
+def test_the_offline_scorer_rates_a_grounded_answer_above_a_vague_one():
+    from interviewer.scoring.scorer import RubricScorer
+
+    q = deep_dive_questions(parse_resume(RESUME_MD, owner="dana"), 1)[0]
+    scorer = RubricScorer(embedder=HashingEmbedder())
+    grounded = scorer.score(
+        q,
+        [
+            "p99 went from 480 ms to 190 ms on the A10G; I profiled with Nsight Systems against the unfused "
+            "decoder at batch 1 as the baseline.",
+            "The bottleneck was kernel launch overhead: forty small kernels per decoding step.",
+            "Without the fusion we would have missed the 250 ms budget at peak; the cost is a custom kernel "
+            "we maintain.",
+        ],
+    )
+    vague = scorer.score(q, ["It was a great project and the team made it faster.", "Not sure.", "Slower."])
+    assert grounded.overall > vague.overall + 0.5
+    assert {c.criterion for c in grounded.criteria} == {
+        "scale",
+        "bottleneck",
+        "measurement discipline",
+        "causality",
+        "trade-off",
+        "ownership",
+    }
