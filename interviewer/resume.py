@@ -750,10 +750,10 @@ class _NoEmbedder:
 
 
 class CombinedRetriever:
-    """The bank retriever, plus the candidate's resume passages first in deep-dive rounds."""
+    """The bank retriever (``base``), plus the candidate's resume passages first in deep-dive rounds."""
 
-    def __init__(self, bank: Any, resume: ResumeIndex | None) -> None:
-        self.bank = bank
+    def __init__(self, base: Any | None, resume: ResumeIndex | None) -> None:
+        self.base = base
         self.resume = resume
 
     def retrieve(
@@ -762,5 +762,7 @@ class CombinedRetriever:
         mine: list[Any] = []
         if self.resume is not None and round == "resume-deep-dive":
             mine = list(self.resume.retrieve(query, k=max(1, k // 2)))
-        rest = list(self.bank.retrieve(query, round=round, topic=topic, k=k - len(mine))) if self.bank else []
+        rest: list[Any] = []
+        if self.base is not None and k - len(mine) > 0:
+            rest = list(self.base.retrieve(query, round=round, topic=topic, k=k - len(mine)))
         return [*mine, *rest][:k]

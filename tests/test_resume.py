@@ -321,3 +321,18 @@ def test_the_offline_scorer_rates_a_grounded_answer_above_a_vague_one():
         "trade-off",
         "ownership",
     }
+
+
+def test_deep_dive_follow_ups_can_draw_on_the_candidates_own_resume(tmp_path):
+    from interviewer.resume import CombinedRetriever
+
+    class Bank:
+        def retrieve(self, query, *, round=None, topic=None, k=4):
+            return [f"bank:{round}:{k}"]
+
+    index = ResumeIndex("dana", Settings(data_dir=tmp_path), embedder=HashingEmbedder())
+    index.add(parse_resume(RESUME_MD, owner="dana"))
+    combined = CombinedRetriever(Bank(), index)
+    deep = combined.retrieve("INT8 TensorRT Jetson", round="resume-deep-dive", k=4)
+    assert "Parcel Robotics" in deep[0].text and deep[-1] == "bank:resume-deep-dive:2"
+    assert combined.retrieve("INT8 TensorRT Jetson", round="phone-screen", k=4) == ["bank:phone-screen:4"]
