@@ -330,6 +330,16 @@ def _sanitizer_check(name: str, run: BoxRun, report: str | None) -> Check:
     return Check(name, True, "clean run: no report")
 
 
+def prepare(task: TaskInfo, sandbox: Sandbox) -> None:
+    """Compile the driver and the shipped files for both sanitizer builds ahead of the first check."""
+    project = shipped_files(task.path)
+    sources = {HARNESS: (task.path / HARNESS).read_text(encoding="utf-8")}
+    sources |= {n: t for n, t in project.items() if n.endswith(".cpp")}
+    headers = {n: t for n, t in project.items() if not n.endswith(".cpp")}
+    with ThreadPoolExecutor(max_workers=len(VARIANTS)) as pool:
+        list(pool.map(lambda v: compile_units(sandbox, sources, headers, v.flags), VARIANTS))
+
+
 def grade(task: TaskInfo, code: str, sandbox: Sandbox) -> Verdict:
     """The runner entry point (see interviewer/checker/README.md)."""
     start = time.monotonic()

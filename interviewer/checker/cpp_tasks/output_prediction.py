@@ -160,6 +160,11 @@ def grade_checks(statement: str, answer: str, sandbox: SandboxLike) -> list[Chec
     return [compare(s.name, predicted.get(s.name), truth[s.name]) for s in items]
 
 
+def prepare(task: TaskInfo, sandbox: Sandbox) -> None:
+    """Compute the ground truth ahead of the first check (optional hook, e.g. at app start)."""
+    ground_truth(sandbox, snippets(task.statement))
+
+
 def grade(task: TaskInfo, code: str, sandbox: Sandbox) -> Verdict:
     """The runner entry point (see interviewer/checker/README.md)."""
     start = time.monotonic()

@@ -280,6 +280,13 @@ def _speed_check(
     )
 
 
+def prepare(task: TaskInfo, sandbox: Sandbox) -> None:
+    """Compile the hidden harness ahead of the first check."""
+    harness_object(
+        sandbox, "transpose_harness", (task.path / "harness.cpp").read_text(encoding="utf-8"), FLAGS
+    )
+
+
 def grade(task: TaskInfo, code: str, sandbox: Sandbox) -> Verdict:
     """The runner entry point (see interviewer/checker/README.md)."""
     start = time.monotonic()
