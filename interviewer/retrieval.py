@@ -1,7 +1,7 @@
 """Chunk the knowledge documents and rubrics, index them in Chroma, and retrieve passages by round and topic.
 
 Plain ``chromadb`` rather than ``langchain-chroma`` for the store: the index needs collection metadata (content
-fingerprint, embedder id), batched adds with a progress bar, ``$and``/``$contains`` filters, and a query by a
+hash, embedder id), batched adds with a progress bar, ``$and``/``$contains`` filters, and a query by a
 precomputed vector (so latency can be measured with and without the query embedding). langchain-chroma would
 wrap each of these without removing any code. Where LangChain fits, :meth:`Retriever.as_vectorstore` hands the
 same collection to ``langchain_chroma.Chroma``.
@@ -10,6 +10,8 @@ same collection to ``langchain_chroma.Chroma``.
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import re
 import shutil
 import threading
@@ -39,8 +41,6 @@ Kind = Literal["knowledge", "rubric"]
 ProgressArg = bool | Callable[[int, int], None]
 
 COLLECTION = "interviewer-content"
-# Bump when chunking changes, so existing indexes rebuild even though the content did not change.
-CHUNKER_VERSION = "2"
 MAX_CHUNK_WORDS = 180  # MiniLM reads 256 word pieces; longer chunks would be cut off silently
 _ADD_BATCH = 32
 PER_SOURCE = 2  # default cap of passages from one file in a result
@@ -95,7 +95,7 @@ class IndexReport:
     rebuilt: bool
     chunks: int
     seconds: float
-    fingerprint: str
+    fingerprint: str  # Bank.fingerprint() of the content the index was checked against
     embedder: str
     location: str
 
@@ -214,6 +214,14 @@ def _rubric_source(bank: Bank, q: Question) -> str:
             return p.relative_to(bank.root).as_posix()
     # File names need not equal ids; the id keeps the chunk ids unique either way.
     return f"rubrics/{q.round.value}/{q.id}.yaml"
+
+
+def content_hash(chunks: list[Chunk]) -> str:
+    """A hash of exactly what would be indexed: chunk ids, texts and metadata."""
+    h = hashlib.sha256()
+    for c in chunks:
+        h.update(json.dumps([c.id, c.text, c.metadata()], sort_keys=True).encode())
+    return h.hexdigest()[:16]
 
 
 def chunk_bank(bank: Bank) -> list[Chunk]:
@@ -369,9 +377,6 @@ class Retriever:
             self._client = make_client(self.settings)
         return self._client
 
-    def _expected_metadata(self, fingerprint: str) -> dict[str, str]:
-        return {"fingerprint": fingerprint, "embedder": self.embedder.id, "chunker": CHUNKER_VERSION}
-
     def _damaged(self, e: Exception) -> IndexError_:
         return IndexError_(
             f"the retrieval index at {self.location} is missing or corrupt ({e}); {REBUILD_HINT}"
@@ -386,7 +391,11 @@ class Retriever:
         with self._lock:
             start = time.perf_counter()
             fingerprint = self.bank.fingerprint()
-            expected = self._expected_metadata(fingerprint)
+            chunks = chunk_bank(self.bank)
+            # The rebuild decision hashes the chunks themselves, not Bank.fingerprint(): that one also covers
+            # files that are never indexed (coding tasks, seed_topics.yaml), and each of their edits would
+            # cost a full re-embedding (minutes on 2 busy cores). A chunking change also shows up here.
+            expected = {"content": content_hash(chunks), "embedder": self.embedder.id}
             # Chroma types its functions over text or images; ours embeds text only, which is all we add.
             ef = cast("EmbeddingFunction[Embeddable]", ChromaEmbeddingFunction(self.embedder))
             local = self.settings.chroma_url is None
@@ -409,11 +418,11 @@ class Retriever:
                         return self._report(False, existing, start, fingerprint)
             show = progress if progress is not None else self._progress
             try:
-                collection = self._rebuild(client, ef, expected, show)
+                collection = self._rebuild(client, ef, chunks, expected, fingerprint, show)
             except IndexError_:
                 if not (force and local):
                     raise
-                collection = self._rebuild(self._repair(), ef, expected, show)
+                collection = self._rebuild(self._repair(), ef, chunks, expected, fingerprint, show)
             self._collection = collection
             return self._report(True, collection, start, fingerprint)
 
@@ -437,12 +446,13 @@ class Retriever:
         self,
         client: ClientAPI,
         ef: EmbeddingFunction[Embeddable],
+        chunks: list[Chunk],
         expected: dict[str, str],
+        fingerprint: str,
         progress: ProgressArg,
     ) -> Collection:
         from chromadb.errors import NotFoundError
 
-        chunks = chunk_bank(self.bank)
         # Embed everything before touching the store: if the model fails, the previous index stays usable.
         # Batches of similar length waste less work on padding than batches in file order.
         order = sorted(range(len(chunks)), key=lambda i: len(chunks[i].text))
@@ -458,16 +468,12 @@ class Retriever:
         try:
             with contextlib.suppress(NotFoundError):
                 client.delete_collection(self._name)
-            # The fingerprint is written only after every chunk is in, so an interrupted write reads as stale.
+            # The content hash is written only after every chunk is in, so an interrupted write reads as stale.
             collection = client.create_collection(
                 self._name,
                 embedding_function=ef,
                 configuration={"hnsw": {"space": "cosine"}},
-                metadata={
-                    "embedder": self.embedder.id,
-                    "chunker": CHUNKER_VERSION,
-                    "fingerprint": "building",
-                },
+                metadata={"embedder": self.embedder.id, "content": "building"},
             )
             for i in range(0, len(chunks), _ADD_BATCH * 8):
                 batch = chunks[i : i + _ADD_BATCH * 8]
@@ -477,7 +483,7 @@ class Retriever:
                     embeddings=vectors[i : i + len(batch)],
                     metadatas=[c.metadata() for c in batch],
                 )
-            collection.modify(metadata=expected)
+            collection.modify(metadata={**expected, "fingerprint": fingerprint})
         except Exception as e:
             raise IndexError_(
                 f"could not build the retrieval index at {self.location} ({e}); {REBUILD_HINT}"

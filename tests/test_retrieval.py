@@ -298,6 +298,13 @@ def test_index_rebuilds_only_when_content_or_embedder_changes(settings: Settings
     hits = Retriever(settings, embedder=HashingEmbedder(), progress=False).retrieve("Gustafson scaled", k=1)
     assert hits[0].part == "Gustafson"  # the new section is searchable, old index replaced
 
+    task = content / "rubrics" / "coding" / "some-task" / "task.yaml"
+    task.parent.mkdir(parents=True)
+    task.write_text("id: some-task\n")  # changes Bank.fingerprint(), but nothing that is indexed
+    emb4 = CountingEmbedder()
+    unrelated = Retriever(settings, embedder=emb4, progress=False).build()
+    assert unrelated.fingerprint != changed.fingerprint and not unrelated.rebuilt and emb4.texts == 0
+
     other = Retriever(settings, embedder=HashingEmbedder(dim=256), progress=False).build()
     assert other.rebuilt  # a different embedder means different vectors
 
@@ -318,7 +325,9 @@ def test_stored_vectors_belong_to_their_own_chunks(settings: Settings) -> None:
         .get(include=["documents", "embeddings"])
     )
     assert len(got["ids"]) == 16
-    np.testing.assert_allclose(np.asarray(got["embeddings"]), emb.embed(got["documents"]), atol=1e-6)
+    np.testing.assert_allclose(
+        np.asarray(got["embeddings"]), emb.embed(list(got["documents"] or [])), atol=1e-6
+    )
 
 
 def test_failed_rebuild_keeps_the_old_index_and_retries_next_time(settings: Settings, content: Path) -> None:
@@ -334,6 +343,7 @@ def test_failed_rebuild_keeps_the_old_index_and_retries_next_time(settings: Sett
 
     old = chromadb.PersistentClient(path=str(settings.chroma_dir)).get_collection(retrieval.COLLECTION)
     assert old.count() == first.chunks and old.metadata["fingerprint"] == first.fingerprint
+    assert old.metadata["embedder"] == HashingEmbedder().id and len(old.metadata["content"]) == 16
     report = Retriever(settings, embedder=CountingEmbedder(), progress=False).build()
     assert report.rebuilt and report.chunks == first.chunks + 1
 
