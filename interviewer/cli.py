@@ -131,6 +131,7 @@ def practice(
     )
     rt = Runtime(settings)
     try:
+        round_ids = [] if resume else _round_list(rounds)  # a typo fails now, before anything heavy starts
         with console.status("starting the model (first run assembles and verifies the weights)..."):
             ports = rt.ports(owner="local")
         for n in rt.notices:
@@ -139,7 +140,7 @@ def practice(
         it = (
             Interview.resume(ports, resume)
             if resume
-            else Interview.start(ports, _round_list(rounds), per_round=questions, seed=seed)
+            else Interview.start(ports, round_ids, per_round=questions, seed=seed)
         )
         console.print(f"[dim]session {it.session_id} (resume with --resume {it.session_id})[/dim]")
         for m in it.messages():

@@ -182,6 +182,7 @@ class State:
     scores: dict[str, QuestionScore] = field(default_factory=dict)
     code_runs: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     budgets: dict[str, float] = field(default_factory=dict)  # round id -> minutes
+    paused_at: float | None = None
     end_reason: str | None = None
 
     @property
@@ -216,6 +217,12 @@ def replay(plan: dict[str, Any], events: Sequence[Any]) -> State:
         elif ev.kind == "clarified":
             st.turns.append(Turn("candidate", p["question"], p["qid"], st.level, {"clarify": True}))
             st.turns.append(Turn("interviewer", p["reply"], p["qid"], st.level, {"clarify": True}))
+        elif ev.kind == "paused":
+            st.paused_at = ev.ts
+        elif ev.kind == "resumed":
+            if st.paused_at is not None and st.asked_at is not None:
+                st.asked_at += ev.ts - st.paused_at  # a pause does not count as answering time
+            st.paused_at = None
         elif ev.kind == "ended":
             st.awaiting, st.end_reason = "done", p["reason"]
     return st
@@ -286,7 +293,11 @@ class Interview:
                 )
         it = cls(ports, session_id, state)
         it._score_pending()
-        if row.status == "paused":
+        if state.paused_at is not None:
+            ev = ports.store.append(session_id, "resumed", {}, ts=ports.clock())
+            if state.asked_at is not None:
+                state.asked_at += ev.ts - state.paused_at
+            state.paused_at = None
             ports.store.set_status(session_id, "active")
         return it
 
@@ -401,6 +412,7 @@ class Interview:
         """Mark the session paused; :meth:`resume` continues it with its clock and order intact."""
         if not self.finished:
             self._append("paused", {})
+            self.state.paused_at = self.ports.clock()
             self.ports.store.set_status(self.session_id, "paused")
 
     def advance_all(self) -> str:

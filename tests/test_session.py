@@ -386,3 +386,26 @@ def test_generated_questions_travel_with_the_session(fixture_bank, tmp_path):
     again = Interview.resume(make_ports(fixture_bank, tmp_path), it.session_id)
     assert again.question is not None and again.question.id == "resume.project-1"
     assert "resume.project-1" not in fixture_bank.questions  # the shared bank is untouched
+
+
+def test_a_pause_with_a_question_open_does_not_count_against_the_timer(fixture_bank, tmp_path):
+    clock = Clock()
+    it = Interview.start(
+        make_ports(fixture_bank, tmp_path, clock=clock, answer_seconds=90),
+        ["phone-screen"],
+        extra_plan={"round_minutes": {"phone-screen": 5}},
+    )
+    it.advance_all()
+    clock.t += 60
+    it.pause()
+    clock.t += 86_400
+    again = Interview.resume(
+        make_ports(fixture_bank, tmp_path, clock=clock, answer_seconds=90), it.session_id
+    )
+    assert again.time_left() == pytest.approx(30)
+    clock.t += 60
+    again.submit("answered a day later")
+    assert again.round_elapsed("phone-screen") == pytest.approx(120)
+    # Replaying from the log gives the same clock.
+    third = Interview.resume(make_ports(fixture_bank, tmp_path, clock=clock), again.session_id)
+    assert third.round_elapsed("phone-screen") == pytest.approx(120)
