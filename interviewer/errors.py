@@ -53,3 +53,15 @@ class SandboxUnavailable(CheckerError):
 
 class InputError(InterviewerError):
     """The candidate's input cannot be used as given (empty, too large, wrong format)."""
+
+
+class SpeechError(InterviewerError):
+    """Speech-to-text or text-to-speech could not run (engine missing, weights failed verification, server down)."""
+
+
+class AudioInputError(InputError):
+    """A recording cannot be transcribed; ``reason`` is one of the codes in ``interviewer.speech.AUDIO_REASONS``."""
+
+    def __init__(self, message: str, *, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
