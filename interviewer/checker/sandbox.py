@@ -316,7 +316,7 @@ class _StrictBox:
         self.as_root = os.geteuid() == 0
         self.start = time.monotonic()
         try:
-            self.box, binds = self._stack.enter_context(_staging(limits, self.as_root))
+            self.box, binds, self.capped = self._stack.enter_context(_staging(limits, self.as_root))
             self.owner = NOBODY if self.as_root else None
             _write_files(self.box, files, self.owner)
             seccomp_fd = _seccomp_fd(seccomp)
@@ -363,7 +363,7 @@ class _StrictBox:
 
     def finish(self, collect: Sequence[str]) -> RunResult:
         try:
-            watch = None if self.as_root else self.box  # as root the box is a size-capped tmpfs
+            watch = None if self.capped else self.box  # a size-capped tmpfs needs no watching
             result = _wait(self.proc, self.limits, self.cgroup, self.start, disk_watch=watch)
             files_out = _collect(self.box, collect, self.limits)
         finally:
@@ -641,7 +641,7 @@ def _mount(*args: str) -> None:
 
 
 @contextlib.contextmanager
-def _staging(limits: Limits, as_root: bool) -> Iterator[tuple[str, list[tuple[str, str]]]]:
+def _staging(limits: Limits, as_root: bool) -> Iterator[tuple[str, list[tuple[str, str]], bool]]:
     """A private box dir and the read-only binds ``(source, dest)``.
 
     As root, the box is a size-capped tmpfs (filling it cannot fill the host disk), and sources the
@@ -658,8 +658,12 @@ def _staging(limits: Limits, as_root: bool) -> Iterator[tuple[str, list[tuple[st
             os.chmod(parent, 0o711)  # the unprivileged uid must reach the box and staged mounts through it
             size = box_quota_mb(limits)
             opts = f"size={size}m,mode=0700,uid={NOBODY},gid={NOBODY},nodev,nosuid"
-            _mount("-t", "tmpfs", "-o", opts, "interviewer-box", box)
-            mounts.append(box)
+            try:
+                _mount("-t", "tmpfs", "-o", opts, "interviewer-box", box)
+                mounts.append(box)
+            except SandboxUnavailable:
+                # No mount rights (e.g. an unprivileged container): the box is then a watched plain dir.
+                os.chown(box, NOBODY, NOBODY)
         for i, src in enumerate(_ro_bind_sources()):
             if not as_root or _nobody_can_reach(src):
                 binds.append((src, src))
@@ -672,7 +676,7 @@ def _staging(limits: Limits, as_root: bool) -> Iterator[tuple[str, list[tuple[st
             _mount("--bind", src, staged)
             mounts.append(staged)
             binds.append((staged, src))
-        yield box, binds
+        yield box, binds, bool(mounts) and mounts[0] == box
     finally:
         for m in reversed(mounts):
             subprocess.run(["umount", "-l", m], capture_output=True, timeout=10)

@@ -1,14 +1,13 @@
 """Compile and run C++ inside the sandbox: the shared plumbing of the C++ graders.
 
 Everything that touches candidate code (the compiler included: an ``#include`` of a hidden path would leak
-it through the error message) runs in the box. Trusted harness sources are compiled in the box too, once per
-process, and their object files reused, which halves the latency of a "Run tests".
+it through the error message) runs in the box. Harness sources and unchanged project files are compiled in a
+box where only the compiler runs, once per process, and their object files reused by later checks.
 """
 
 from __future__ import annotations
 
 import hashlib
-import re
 import shlex
 import threading
 from collections.abc import Mapping, Sequence
@@ -111,9 +110,6 @@ def build_and_run(
     if not built and res.timed_out:
         log += f"\n(the build was stopped: {res.killed_reason})"
     return BoxRun(built=built, build_log=log, result=res, files=res.files)
-
-
-_LOC = re.compile(r"^(?:/box/)?([\w.+-]+\.(?:cpp|hpp|h|cc)):(\d+)(?::\d+)?:")
 
 
 def compile_summary(log: str, max_lines: int = 25) -> str:

@@ -54,7 +54,7 @@ ASAN_ENV = {
     "UBSAN_OPTIONS": "halt_on_error=1:print_stacktrace=1:exitcode=88",
 }
 TSAN_ENV = {"TSAN_OPTIONS": "halt_on_error=1:exitcode=89:second_deadlock_stack=1"}
-RUN_LIMITS = Limits(cpu_seconds=20.0, wall_seconds=40.0, memory_mb=2048, address_space_limit=False)
+RUN_LIMITS = Limits(cpu_seconds=10.0, wall_seconds=20.0, memory_mb=2048, address_space_limit=False)
 
 
 @dataclass(frozen=True)

@@ -52,7 +52,7 @@ def make_cases(rng: np.random.Generator) -> list[Case]:
     def add(
         name: str, b: int, lq: int, lk: int, d: int, dv: int, dt: type = np.float32, **kw: object
     ) -> None:
-        arrays = {
+        arrays: dict[str, np.ndarray] = {
             "q": rng.standard_normal((b, lq, d)).astype(dt),
             "k": rng.standard_normal((b, lk, d)).astype(dt),
             "v": rng.standard_normal((b, lk, dv)).astype(dt),

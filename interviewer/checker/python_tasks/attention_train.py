@@ -65,7 +65,8 @@ def _sgd(weights: dict[str, np.ndarray], x: np.ndarray, y: np.ndarray, lr: float
         # Plain SGD by hand: torch.optim would import torch._dynamo here (seconds) for the same update.
         with torch.no_grad():
             for prm in model.parameters():
-                prm -= lr * prm.grad
+                assert prm.grad is not None
+                prm.sub_(lr * prm.grad)
         after.append(dump_weights(model))
         losses.append(loss.item())
     return after, losses

@@ -73,7 +73,7 @@ def find_loops(code: str) -> list[tuple[int, str]]:
     found: list[tuple[int, str]] = []
     for node in ast.walk(ast.parse(code)):
         kind = _LOOP_NODES.get(type(node))
-        if kind:
+        if kind and isinstance(node, (ast.stmt, ast.expr)):
             found.append((node.lineno, kind))
         elif isinstance(node, ast.Call):
             f = node.func

@@ -11,6 +11,7 @@ from interviewer.checker.python_tasks.common import (
     Case,
     compare_array,
     find_loops,
+    prewarm_harness,
     run_cases,
     run_error,
     syntax_error,
@@ -61,8 +62,8 @@ def make_cases(rng: np.random.Generator) -> list[Case]:
     for name, xs, ws, stride, padding, dt in specs:
         # Jitter spatial sizes so hard-coded shapes cannot pass.
         xs = (xs[0], xs[1], xs[2] + int(rng.integers(0, 3)), xs[3] + int(rng.integers(0, 3)))
-        x = rng.standard_normal(xs).astype(dt)
-        w = rng.standard_normal(ws).astype(dt)
+        x: np.ndarray = rng.standard_normal(xs).astype(dt)
+        w: np.ndarray = rng.standard_normal(ws).astype(dt)
         scal = {
             "stride": list(stride) if isinstance(stride, tuple) else stride,
             "padding": list(padding) if isinstance(padding, tuple) else padding,
@@ -72,7 +73,7 @@ def make_cases(rng: np.random.Generator) -> list[Case]:
 
 
 def _tuple(v: object) -> int | tuple[int, int]:
-    return (int(v[0]), int(v[1])) if isinstance(v, list) else int(v)  # type: ignore[index,call-overload]
+    return (int(v[0]), int(v[1])) if isinstance(v, list) else int(v)  # type: ignore[call-overload]
 
 
 def grade(task: TaskInfo, code: str, sandbox: Sandbox) -> Verdict:
@@ -109,3 +110,8 @@ def grade(task: TaskInfo, code: str, sandbox: Sandbox) -> Verdict:
             msg = f"dtype {got.dtype}, expected {exp.dtype} (keep the input's dtype)"
         tests.append(TestResult(name=c.name, passed=msg is None, message=msg or ""))
     return verdict(task, tests, start, warnings=warnings, error=run_error(run))
+
+
+def prepare(task: TaskInfo, sandbox: Sandbox) -> None:
+    """Pre-start a box with NumPy imported, so the next "Run tests" starts warm."""
+    prewarm_harness(sandbox, task.limits.to_limits(), torch=False)

@@ -10,26 +10,29 @@ import os
 import sys
 import time
 import traceback
+from types import ModuleType
+from typing import Any
 
 import numpy as np
 
 
-def _load(path):
+def _load(path: str) -> ModuleType:
     spec = importlib.util.spec_from_file_location("solution", path)
+    assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
     sys.modules["solution"] = mod
     spec.loader.exec_module(mod)
     return mod
 
 
-def _short_tb(exc):
+def _short_tb(exc: BaseException) -> str:
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename.endswith("solution.py")]
     where = f" (solution.py line {frames[-1].lineno})" if frames else ""
     text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
     return text[:800] + where
 
 
-def _to_numpy(x, torch):
+def _to_numpy(x: Any, torch: Any) -> np.ndarray:
     if torch is not None and isinstance(x, torch.Tensor):
         x = x.detach().cpu()
         if x.dtype == torch.bfloat16:
@@ -41,7 +44,7 @@ def _to_numpy(x, torch):
     return np.ascontiguousarray(a)
 
 
-def _jsonable(x):
+def _jsonable(x: Any) -> Any:
     if isinstance(x, (list, tuple)):
         return [_jsonable(v) for v in x]
     if isinstance(x, np.generic):
@@ -51,14 +54,14 @@ def _jsonable(x):
     raise TypeError(f"returned a {type(x).__name__}; expected lists of numbers")
 
 
-def wait_for_go():
+def wait_for_go() -> None:
     """Slow imports happen before this: a pre-started box waits here until the grader says go."""
     while not os.path.exists(".go"):
         time.sleep(0.002)
 
 
-def main():
-    torch = None
+def main() -> None:
+    torch: Any = None
     if "--torch" in sys.argv:
         import torch
 
@@ -69,7 +72,7 @@ def main():
     inputs = np.load("inputs.npz", allow_pickle=False)
     res = open("results.jsonl", "w")  # noqa: SIM115 - kept open for the whole run, flushed per line
 
-    def emit(d):
+    def emit(d: dict[str, Any]) -> None:
         res.write(json.dumps(d) + "\n")
         res.flush()
 
@@ -91,7 +94,7 @@ def main():
                 continue
             outs = out if isinstance(out, tuple) else (out,)
             arrays = {f"r{j}": _to_numpy(o, torch) for j, o in enumerate(outs)}
-            np.savez(f"out{i}.npz", **arrays)
+            np.savez(f"out{i}.npz", **arrays)  # type: ignore[arg-type]
             emit({"case": case["name"], "n": len(arrays)})
         except BaseException as e:
             emit({"case": case["name"], "error": _short_tb(e)})

@@ -10,6 +10,7 @@ from interviewer.checker.models import TaskInfo, TestResult, Verdict
 from interviewer.checker.python_tasks.common import (
     Case,
     compare_array,
+    prewarm_harness,
     run_cases,
     run_error,
     syntax_error,
@@ -98,7 +99,7 @@ def make_cases(rng: np.random.Generator) -> list[Case]:
     ]
     q = rng.integers(-128, 128, size=(5, 4, 3)).astype(np.int8)
     q = rng.integers(-128, 128, size=(5, 4, 3)).astype(np.int8)
-    deq_ch = {
+    deq_ch: dict[str, np.ndarray] = {
         "q": q,
         "scale": rng.uniform(0.01, 0.5, 4).astype(f32),
         "zero_point": rng.integers(-20, 20, 4).astype(np.int32),
@@ -106,7 +107,7 @@ def make_cases(rng: np.random.Generator) -> list[Case]:
     cases.append(
         Case(name="dequantize per-channel (axis 1)", func="dequantize", arrays=deq_ch, scalars={"axis": 1})
     )
-    deq_t = {
+    deq_t: dict[str, np.ndarray] = {
         "q": rng.integers(-128, 128, size=(6, 6)).astype(np.int8),
         "scale": np.array(0.05, dtype=f32),
         "zero_point": np.array(-7, dtype=np.int32),
@@ -193,3 +194,8 @@ def grade(task: TaskInfo, code: str, sandbox: Sandbox) -> Verdict:
                 msg = f"dtype {out.arrays[0].dtype}; expected float32"
         tests.append(TestResult(name=c.name, passed=msg is None, message=msg or ""))
     return verdict(task, tests, start, error=run_error(run))
+
+
+def prepare(task: TaskInfo, sandbox: Sandbox) -> None:
+    """Pre-start a box with NumPy imported, so the next "Run tests" starts warm."""
+    prewarm_harness(sandbox, task.limits.to_limits(), torch=False)

@@ -6,18 +6,19 @@ import os
 import sys
 import time
 import traceback
+from typing import Any
 
 import numpy as np
 import torch
 
 
-def _short_tb(exc):
+def _short_tb(exc: BaseException) -> str:
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename.endswith("solution.py")]
     where = f" (solution.py line {frames[-1].lineno})" if frames else ""
     return "".join(traceback.format_exception_only(type(exc), exc)).strip()[:800] + where
 
 
-def main():
+def main() -> None:
     sys.path.insert(0, ".")  # -I leaves the script dir off sys.path; the model file sits next to us
     from train_model import TinyAttention, dump_weights, load_weights
 
@@ -38,12 +39,13 @@ def main():
     xs, ys = torch.from_numpy(data["x"]), torch.from_numpy(data["y"])
     res = open("results.jsonl", "w")  # noqa: SIM115 - kept open for the whole run
 
-    def emit(d):
+    def emit(d: dict[str, Any]) -> None:
         res.write(json.dumps(d) + "\n")
         res.flush()
 
     try:
         s = importlib.util.spec_from_file_location("solution", "solution.py")
+        assert s is not None and s.loader is not None
         mod = importlib.util.module_from_spec(s)
         sys.modules["solution"] = mod
         s.loader.exec_module(mod)
@@ -51,7 +53,7 @@ def main():
         emit({"case": "__import__", "error": _short_tb(e)})
         return
 
-    def fresh():
+    def fresh() -> tuple[Any, Any, Any]:
         model = TinyAttention(xs.shape[-1])
         load_weights(model, w0)
         return model, torch.optim.SGD(model.parameters(), lr=spec["lr"]), torch.nn.MSELoss()

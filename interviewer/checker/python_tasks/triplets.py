@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from interviewer.checker.models import TaskInfo, Verdict
-from interviewer.checker.python_tasks.common import Case
+from interviewer.checker.python_tasks.common import Case, prewarm_harness
 from interviewer.checker.python_tasks.listcases import as_int_rows, grade_list_task, rng, short
 from interviewer.checker.sandbox import Sandbox
 
@@ -86,3 +86,8 @@ def _check(case: Case, inp: dict[str, Any], value: Any) -> str | None:
 def grade(task: TaskInfo, code: str, sandbox: Sandbox) -> Verdict:
     """Run the hidden tests and compare sets of triplets here."""
     return grade_list_task(task, code, sandbox, make_cases(), _check)
+
+
+def prepare(task: TaskInfo, sandbox: Sandbox) -> None:
+    """Pre-start a box with the harness loaded, so the next "Run tests" starts warm."""
+    prewarm_harness(sandbox, task.limits.to_limits(), torch=False)
