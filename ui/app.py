@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import datetime as dt
+import html
 import logging
 import secrets
 import threading
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import gradio as gr
 
+from interviewer import planner
 from interviewer.config import Settings
 from interviewer.content import Round
 from interviewer.errors import InputError, InterviewerError
@@ -19,11 +22,28 @@ from interviewer.session import Interview
 
 log = logging.getLogger(__name__)
 
-FULL_LOOP = "full-loop"
+FULL_LOOP = planner.FULL_LOOP
 _NO_CHANGE = (gr.update(), gr.update(), gr.update())  # the code panel, untouched while a reply streams
-ROUND_CHOICES = [(r.title, r.value) for r in Round if r is not Round.DEEP_DIVE] + [("Full loop", FULL_LOOP)]
+ROUND_CHOICES = [(r.title, r.value) for r in Round] + [("All rounds", FULL_LOOP)]
+
+
+def _loop_choices() -> list[tuple[str, str]]:
+    try:
+        from interviewer.loops import list_presets
+
+        return [("(none: one round)", "")] + [(p.name, p.id) for p in list_presets()]
+    except InterviewerError:
+        return [("(none: one round)", "")]
+
 
 Chat = list[dict[str, str]]
+
+
+def _shown(chat: Chat) -> Chat:
+    """The chat as displayed: the candidate's markup is escaped, so it shows as typed and never renders."""
+    return [
+        {**m, "content": html.escape(m["content"], quote=False)} if m["role"] == "user" else m for m in chat
+    ]
 
 
 def _owner(owner: str | None, request: gr.Request | None) -> str:
@@ -43,7 +63,7 @@ class App:
     def _open(self, sid: str | None, owner: str) -> Interview:
         if not sid:
             raise InputError("no interview yet: pick a round and press Start")
-        return Interview.resume(self.rt.ports(owner), sid)
+        return planner.resume_session(self.rt, owner, sid)
 
     def _status(self, it: Interview | None, extra: str | None = None) -> str:
         parts = []
@@ -105,18 +125,27 @@ class App:
 
     # handlers ------------------------------------------------------------------------------------
     def start(
-        self, choice: str, per_round: int, weak_first: bool, owner: str | None, request: gr.Request
+        self,
+        choice: str,
+        per_round: int,
+        weak_first: bool,
+        owner: str | None,
+        loop: str | None = None,
+        resume_file: str | None = None,
+        posting: str | None = None,
+        request: gr.Request | None = None,
     ) -> Iterator[tuple[Any, ...]]:
         owner = _owner(owner, request)
-        rounds = [r.value for r in Round if r is not Round.DEEP_DIVE] if choice == FULL_LOOP else [choice]
+        picked = planner.Choice(
+            round=choice or None,
+            per_round=int(per_round),
+            loop=loop or None,
+            resume_path=Path(resume_file) if resume_file else None,
+            posting=(posting or "").strip() or None,
+            weak_first=bool(weak_first),
+        )
         try:
-            ports = self.rt.ports(owner)
-            qids = None
-            if weak_first:
-                from interviewer.report import next_plan
-
-                qids = next_plan(ports.store, ports.bank, rounds, int(per_round), owner=owner)
-            it = Interview.start(ports, rounds, per_round=int(per_round), question_ids=qids)
+            it = planner.start(self.rt, owner, picked)
             for text in it.advance():
                 yield (
                     [{"role": "assistant", "content": text}],
@@ -127,7 +156,7 @@ class App:
                 )
         except InterviewerError as e:
             raise gr.Error(str(e)) from e
-        yield it.messages(), it.session_id, owner, self._status(it), *self._coding(it)
+        yield _shown(it.messages()), it.session_id, owner, self._status(it), *self._coding(it)
 
     def send(
         self, answer: str, sid: str | None, owner: str | None, request: gr.Request
@@ -141,15 +170,15 @@ class App:
             it.submit(answer)
         except InputError as e:
             gr.Warning(str(e))
-            yield it.messages(), answer, self._status(it), *_NO_CHANGE  # keep the text: nothing typed is lost
+            yield _shown(it.messages()), answer, self._status(it), *_NO_CHANGE  # keep the text: nothing typed is lost
             return
         except InterviewerError as e:
             raise gr.Error(str(e)) from e
-        history = it.messages()
+        history = _shown(it.messages())
         yield history, "", self._status(it), *_NO_CHANGE
         for text in it.advance():
             yield [*history, {"role": "assistant", "content": text}], "", self._status(it), *_NO_CHANGE
-        yield it.messages(), "", self._status(it), *self._coding(it)
+        yield _shown(it.messages()), "", self._status(it), *self._coding(it)
 
     def run_tests(self, code: str, sid: str | None, owner: str | None, request: gr.Request) -> str:
         """Run the open coding question's hidden tests in the sandbox; the verdict is stored with the turn."""
@@ -218,6 +247,34 @@ class App:
         ]
         return df, "\n".join(lines)
 
+    def clarify(
+        self, asked: str, sid: str | None, owner: str | None, request: gr.Request
+    ) -> tuple[Chat, str]:
+        """A clarifying question: answered from the question's authored scenario, not counted as an answer."""
+        try:
+            it = self._open(sid, _owner(owner, request))
+        except InterviewerError as e:
+            raise gr.Error(str(e)) from e
+        try:
+            planner.clarify(it, asked)
+        except InputError as e:
+            gr.Warning(str(e))
+            return _shown(it.messages()), asked
+        return _shown(it.messages()), ""
+
+    def pause(self, sid: str | None, owner: str | None, request: gr.Request) -> str:
+        try:
+            it = self._open(sid, _owner(owner, request))
+            it.pause()
+        except InterviewerError as e:
+            raise gr.Error(str(e)) from e
+        return f"Paused. Reopen session `{it.session_id}` from Past sessions to go on; the round clock is stopped."
+
+    def privacy(self) -> str:
+        from interviewer.resume import privacy_note
+
+        return privacy_note(self.rt.settings)
+
     def end_round(self, sid: str | None, owner: str | None, request: gr.Request) -> tuple[Chat, str]:
         owner = _owner(owner, request)
         try:
@@ -225,7 +282,7 @@ class App:
             it.end()
         except InterviewerError as e:
             raise gr.Error(str(e)) from e
-        return it.messages(), self._status(it, "Round ended: answered questions are scored.")
+        return _shown(it.messages()), self._status(it, "Round ended: answered questions are scored.")
 
     def timer(self, sid: str | None, owner: str | None, request: gr.Request) -> str:
         if not sid or self.rt.settings.answer_seconds is None:
@@ -256,10 +313,10 @@ class App:
             it = self._open(sid.strip(), owner)
         except InterviewerError as e:
             raise gr.Error(str(e)) from e
-        chat = it.messages()
+        chat = _shown(it.messages())
         if it.awaiting == "interviewer" and not it.finished:
             it.advance_all()
-            chat = it.messages()
+            chat = _shown(it.messages())
         return chat, it.session_id, self._status(it), *self._coding(it)
 
     def test_connection(self, base_url: str, api_key: str) -> tuple[str, Any]:
@@ -300,6 +357,17 @@ def build(runtime: Runtime) -> gr.Blocks:
                 )
                 weak_first = gr.Checkbox(False, label="Favour my weak topics", elem_id="weak-first")
                 start_btn = gr.Button("Start", variant="primary", elem_id="start")
+            with gr.Accordion("Loop, resume and job posting (optional)", open=False):
+                loop_dd = gr.Dropdown(_loop_choices(), value="", label="Loop preset", elem_id="loop")
+                resume_file = gr.File(
+                    label="Your resume (PDF, Markdown or text)",
+                    file_types=[".pdf", ".md", ".txt"],
+                    elem_id="resume",
+                )
+                posting = gr.Textbox(
+                    label="Job posting (steers rounds and topics)", lines=3, elem_id="posting"
+                )
+                gr.Markdown(app.privacy(), elem_id="privacy")
             status = gr.Markdown("", elem_id="status")
             timer_md = gr.Markdown("", elem_id="timer")
             chat = gr.Chatbot(label="Interview", height=480, elem_id="chat", sanitize_html=True)
@@ -313,6 +381,8 @@ def build(runtime: Runtime) -> gr.Blocks:
             )
             with gr.Row():
                 send_btn = gr.Button("Send", variant="primary", elem_id="send")
+                clarify_btn = gr.Button("Ask a clarifying question", elem_id="clarify")
+                pause_btn = gr.Button("Pause", elem_id="pause")
                 end_btn = gr.Button("End round", elem_id="end")
         with gr.Tab("Report"):
             report_btn = gr.Button("Show report for this interview", elem_id="show-report")
@@ -353,13 +423,15 @@ def build(runtime: Runtime) -> gr.Blocks:
         coding_out = [code_panel, code_statement, code]
         start_btn.click(
             app.start,
-            [round_dd, per_round, weak_first, owner],
+            [round_dd, per_round, weak_first, owner, loop_dd, resume_file, posting],
             [chat, sid, owner, status, *coding_out],
             api_name="start",
         )
         send_evt = dict(fn=app.send, inputs=[answer, sid, owner], outputs=[chat, answer, status, *coding_out])
         send_btn.click(**send_evt, api_name="send")  # type: ignore[arg-type]
         answer.submit(**send_evt, api_visibility="private")  # type: ignore[arg-type]
+        clarify_btn.click(app.clarify, [answer, sid, owner], [chat, answer], api_name="clarify")
+        pause_btn.click(app.pause, [sid, owner], [status], api_name="pause")
         end_btn.click(app.end_round, [sid, owner], [chat, status], api_name="end_round")
         gr.Timer(1.0).tick(
             app.timer, [sid, owner], [timer_md], api_visibility="private", show_progress="hidden"
