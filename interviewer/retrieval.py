@@ -281,7 +281,11 @@ def make_client(settings: Settings) -> ClientAPI:
 
 
 def _wipe_local_store(path: Path) -> None:
-    """Delete a damaged local Chroma folder, but only one that looks like Chroma's own."""
+    """Delete a damaged local Chroma folder, but only one that looks like Chroma's own.
+
+    Only ``--force`` gets here, after the store failed to open or to take the rebuild. Other collections in
+    the folder (resume indexes) go too; they live in the same damaged database.
+    """
     if not path.is_dir():
         return
     entries = list(path.iterdir())
