@@ -106,8 +106,15 @@ def serve(
 
 @app.command()
 def practice(
-    rounds: Annotated[list[str], typer.Argument(help="round ids, or 'all' for the full loop")],
+    rounds: Annotated[list[str] | None, typer.Argument(help="round ids, or 'all' for every round")] = None,
     questions: Annotated[int, typer.Option("--questions", "-n", help="questions per round")] = 3,
+    loop: Annotated[str | None, typer.Option(help="a loop preset id (see `interviewer loops`)")] = None,
+    cv: Annotated[
+        Path | None, typer.Option("--cv", help="your resume (PDF, Markdown, text) for deep dives")
+    ] = None,
+    posting: Annotated[
+        Path | None, typer.Option(help="a job posting text file that steers rounds and topics")
+    ] = None,
     seed: Annotated[int | None, typer.Option(help="fix the question choice")] = None,
     resume: Annotated[str | None, typer.Option(help="continue a session by id")] = None,
     base_url: BaseUrl = None,
@@ -117,9 +124,10 @@ def practice(
     timeout: Timeout = None,
     data_dir: DataDir = None,
 ) -> None:
-    """The same interview in the terminal. Type your answer, then an empty line to send it; /end stops."""
+    """The same interview in the terminal. Answer, then an empty line to send; '?...' asks a clarifying
+    question; /pause pauses; /end stops."""
+    from interviewer import planner
     from interviewer.runtime import Runtime
-    from interviewer.session import Interview
 
     settings = _settings(
         base_url=base_url,
@@ -131,17 +139,29 @@ def practice(
     )
     rt = Runtime(settings)
     try:
-        round_ids = [] if resume else _round_list(rounds)  # a typo fails now, before anything heavy starts
+        round_ids = [] if resume or loop else _round_list(rounds or [])  # a typo fails before anything heavy
+        if not (resume or loop or round_ids or posting):
+            raise InputError("name a round (or 'all'), or give --loop, --posting or --resume")
+        posting_text = posting.read_text(encoding="utf-8") if posting else None
         with console.status("starting the model (first run assembles and verifies the weights)..."):
-            ports = rt.ports(owner="local")
+            rt.model_or_none()
         for n in rt.notices:
             err.print(f"[yellow]{n}[/yellow]")
         console.print(f"[bold]Model:[/bold] {rt.model_choice.display_name if rt.model_choice else 'none'}")
-        it = (
-            Interview.resume(ports, resume)
-            if resume
-            else Interview.start(ports, round_ids, per_round=questions, seed=seed)
-        )
+        if resume:
+            it = planner.resume_session(rt, "local", resume)
+        else:
+            choice = planner.Choice(
+                round=(planner.FULL_LOOP if len(round_ids) > 1 else round_ids[0]) if round_ids else None,
+                per_round=questions,
+                loop=loop,
+                resume_path=cv,
+                posting=posting_text,
+                seed=seed,
+            )
+            it = planner.start(rt, "local", choice)
+        if it.notice:
+            err.print(f"[yellow]{it.notice}[/yellow]")
         console.print(f"[dim]session {it.session_id} (resume with --resume {it.session_id})[/dim]")
         for m in it.messages():
             console.print(f"[{'cyan' if m['role'] == 'assistant' else 'green'}]{m['content']}[/]")
@@ -157,7 +177,14 @@ def practice(
             if answer is None or answer.strip() == "/end":
                 it.end()
                 break
+            if answer.strip() == "/pause":
+                it.pause()
+                console.print(f"Paused. Continue with: interviewer practice --resume {it.session_id}")
+                return
             try:
+                if answer.lstrip().startswith("?"):
+                    console.print(f"[cyan]Interviewer:[/cyan] {planner.clarify(it, answer.lstrip()[1:])}")
+                    continue
                 it.submit(answer)
             except InputError as e:
                 err.print(f"[yellow]{e}[/yellow]")
@@ -182,6 +209,21 @@ def _read_answer() -> str | None:
 
 
 @app.command()
+def loops() -> None:
+    """List the loop presets (rounds, order and minutes per round)."""
+    from interviewer.loops import list_presets
+
+    try:
+        presets = list_presets()
+    except InterviewerError as e:
+        _fail(e)
+    table = Table("id", "name", "rounds (minutes)")
+    for p in presets:
+        table.add_row(p.id, p.name, ", ".join(f"{r.round.value} ({r.minutes})" for r in p.rounds))
+    console.print(table)
+
+
+@app.command()
 def sessions(
     data_dir: DataDir = None,
     limit: Annotated[int, typer.Option(help="how many to list")] = 20,
@@ -199,10 +241,11 @@ def sessions(
             "No sessions yet. Start one with `interviewer practice phone-screen` or `interviewer serve`."
         )
         return
-    table = Table("id", "updated", "title", "status")
+    table = Table("updated", "title", "status")
+    table.add_column("id", no_wrap=True)  # copied into `report` / `--resume`: never wrapped
     for r in rows:
         when = dt.datetime.fromtimestamp(r.updated).strftime("%Y-%m-%d %H:%M")
-        table.add_row(r.id, when, r.title, r.status)
+        table.add_row(when, r.title, r.status, r.id)
     console.print(table)
 
 

@@ -49,6 +49,7 @@ class Runtime:
         self._choice: ModelChoice | None = None
         self._embedded: EmbeddedServer | None = None  # imported lazily
         self._retriever: Retriever | None = None
+        self._retriever_lock = threading.Lock()
         self._retriever_failed: str | None = None
         self._scorer: Scorer | None = None
         self.notices: list[str] = []  # degradations the UI and CLI should show once
@@ -127,9 +128,15 @@ class Runtime:
             return choice
 
     # retrieval and scoring -----------------------------------------------------------------------
-    def retriever(self, progress: Progress | None = None) -> Retriever | None:
-        """The Chroma retriever, building the index on first use; None (with a notice) if it cannot run."""
-        with self._lock:
+    def retriever(self, progress: Progress | None = None, *, wait: bool = True) -> Retriever | None:
+        """The Chroma retriever, building the index on first use; None (with a notice) if it cannot run.
+
+        With ``wait=False`` it returns None at once while another thread is still building the index.
+        """
+        # Its own lock: a first-start index build takes minutes and must not hold up the bank, store or model.
+        if not self._retriever_lock.acquire(blocking=wait):
+            return None
+        try:
             if self._retriever is None and self._retriever_failed is None:
                 try:
                     from interviewer.retrieval import Retriever as ChromaRetriever
@@ -146,6 +153,8 @@ class Runtime:
                     self.notices.append(f"Retrieval is off: {e}")
                     log.warning("retrieval unavailable: %s", e)
             return self._retriever
+        finally:
+            self._retriever_lock.release()
 
     def scorer(self) -> Scorer | None:
         with self._lock:
@@ -161,19 +170,24 @@ class Runtime:
                     log.warning("scoring unavailable: %s", e)
             return self._scorer
 
+    def model_or_none(self, progress: Progress | None = None) -> ChatPort | None:
+        """The model, or None with a notice when no server answers (follow-ups then use authored wording)."""
+        try:
+            return self.model(progress)
+        except ModelError as e:
+            notice = f"{e}. Follow-ups use the authored wording until a model answers."
+            if notice not in self.notices:
+                self.notices.append(notice)
+            return None
+
     def ports(self, owner: str, *, with_model: bool = True) -> Ports:
         """Ports for one candidate's interview. Model faults do not stop it: follow-ups fall back."""
-        model: ChatPort | None = None
-        if with_model:
-            try:
-                model = self.model()
-            except ModelError as e:
-                self.notices.append(f"{e}. Follow-ups use the authored wording until a model answers.")
+        model = self.model_or_none() if with_model else None
         return Ports(
             bank=self.bank,
             store=self.store,
             model=model,
-            retriever=self.retriever(),
+            retriever=self.retriever(wait=False),  # an interview never waits for the index build
             scorer=self.scorer(),
             answer_seconds=self.settings.answer_seconds,
             max_answer_chars=self.settings.max_answer_chars,

@@ -65,8 +65,8 @@ class SessionRow:
 
 
 def new_session_id() -> str:
-    """An unguessable id: knowing one session's id tells nothing about another's."""
-    return secrets.token_urlsafe(16)
+    """An unguessable id (128 random bits); hex, so it never starts with '-' and reads as a CLI option."""
+    return secrets.token_hex(16)
 
 
 class SessionStore:
