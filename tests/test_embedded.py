@@ -22,6 +22,13 @@ from interviewer.errors import EmbeddedModelError
 from interviewer.llm import embedded
 from interviewer.llm.embedded import EmbeddedServer, ModelPart, ModelSpec, ensure_model
 
+STABLE_PREFIX = (
+    "Ask one short question per turn about how GPUs run transformer inference. The rubric: decode is bound by "
+    "memory bandwidth because each step reads every weight for one token per sequence; batching amortizes those "
+    "reads; the KV cache grows with sequence length and batch size and limits the batch; paging the cache in "
+    "blocks avoids fragmentation; quantizing weights and the cache cuts the bytes moved per token. Follow up on "
+    "why, never give the answer away, and keep every reply under twenty words."
+)
 PART_BYTES = (b"GGUF" + b"a" * 3000, b"b" * 4096, b"c" * 1500)
 
 
@@ -308,18 +315,26 @@ def test_real_server_streams_through_chat_openai_and_stops_cleanly(tmp_path: Pat
             api_key="not-needed",  # type: ignore[arg-type]
             model=server.served_model_id,
             temperature=0.0,
-            max_tokens=24,  # type: ignore[call-arg]
+            max_tokens=16,  # type: ignore[call-arg]
             streaming=True,
-            timeout=60,
+            stream_usage=True,
+            timeout=90,
             max_retries=1,
         )
-        chunks = [
-            c.content
-            for c in chat.stream([SystemMessage("You are terse."), HumanMessage("Name three colours.")])
-            if c.content
-        ]
-        assert len(chunks) > 1, chunks
-        assert "".join(str(c) for c in chunks).strip()
+        # A stable prefix like the interview's (instructions + rubric), then a short variable turn.
+        prefix = SystemMessage("You are a terse interviewer. " + STABLE_PREFIX)
+        chunks = list(chat.stream([prefix, HumanMessage("Name three colours.")]))
+        texts = [c.content for c in chunks if c.content]
+        assert len(texts) > 1, texts
+        assert "".join(str(t) for t in texts).strip()
+
+        # The same prefix again, through the same client path: the server must reuse its prompt cache
+        # (nothing llama.cpp-specific such as cache_prompt is in the request body).
+        again = list(chat.stream([prefix, HumanMessage("Name three animals.")]))
+        usage = [c.usage_metadata for c in again if c.usage_metadata]
+        assert usage, "the server reported no usage"
+        cached = (usage[-1].get("input_token_details") or {}).get("cache_read", 0)
+        assert cached >= 100, f"prompt cache not reused: {usage[-1]}"
 
     assert not server.is_running and server.base_url is None
     assert not _port_open(url), "the port must be closed after stop()"
