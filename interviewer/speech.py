@@ -192,7 +192,10 @@ def load_audio(path: str | os.PathLike[str], *, max_seconds: float = DEFAULT_MAX
         AudioInputError: missing or empty file, not audio, an unsupported sample rate or codec, longer than
             ``max_seconds``, or no speech in it; ``reason`` says which.
     """
-    import av
+    try:
+        import av
+    except ImportError as e:
+        raise SpeechError("PyAV is not installed (it decodes recordings): pip install av") from e
 
     p = Path(path)
     if not p.is_file():
@@ -583,13 +586,13 @@ class PiperTTS:
 
     def synthesize(self, text: str, out_path: str | os.PathLike[str]) -> Path:
         """Speak ``text`` into a 22.05 kHz mono WAV at ``out_path``."""
-        from piper import SynthesisConfig
-
         spoken = _speakable(text)
         out, tmp = _atomic_target(out_path)
         try:
             with self._lock:
                 voice = self._load()
+                from piper import SynthesisConfig  # importable once the voice has loaded
+
                 with wave.open(str(tmp), "wb") as w:
                     cfg = SynthesisConfig(
                         length_scale=self._length_scale,

@@ -511,3 +511,38 @@ def test_whisper_base_opt_in(voiced: list[tuple[dict[str, str], Path]], tmp_path
     assert word_error_rate(item["answer"], t.text) < 0.25, t.text
     joined = tmp_path / "models" / f"whisper-base-{speech.BASE_SHA256[:12]}" / "model.bin"
     assert joined.stat().st_size == 145_217_607
+
+
+def test_the_model_loads_once_under_concurrent_first_use(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import faster_whisper
+
+    built: list[str] = []
+
+    class SlowModel:
+        def __init__(self, path: str, **kwargs: Any) -> None:
+            built.append(path)
+            threading.Event().wait(0.2)  # a slow load widens the window for a second load
+
+    monkeypatch.setattr(faster_whisper, "WhisperModel", SlowModel)
+    stt = WhisperSTT("tiny.en", cache_dir=tmp_path)
+    threads = [threading.Thread(target=stt.load) for _ in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert len(built) == 1 and stt.loaded
+    assert Path(built[0]).name == "model" and (Path(built[0]) / "model.bin").is_file()
+
+
+@needs_espeak
+def test_local_voice_falls_back_when_piper_is_not_installed(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "piper", None)  # import piper -> ImportError
+    tts = LocalTTS()
+    assert tts.synthesize("Why is the decoder memory bound?", tmp_path / "q.wav").stat().st_size > 1_000
+    assert tts.engine == "espeak-ng"
