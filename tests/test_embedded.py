@@ -11,7 +11,6 @@ import subprocess
 import sys
 import textwrap
 import time
-import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
@@ -306,7 +305,7 @@ def test_real_server_streams_through_chat_openai_and_stops_cleanly(tmp_path: Pat
         pid = server.pid
         assert pid is not None and _pid_alive(pid)
 
-        with urllib.request.urlopen(f"{url}/models", timeout=10) as r:
+        with embedded._DIRECT.open(f"{url}/models", timeout=10) as r:
             ids = [m["id"] for m in json.load(r)["data"]]
         assert server.served_model_id in ids
 

@@ -455,9 +455,25 @@ def _tail(path: Path, lines: int = 25) -> str:
     return "\n".join(text.splitlines()[-lines:]) or "(server log is empty)"
 
 
+# Never through an HTTP(S)_PROXY from the environment: the server is on loopback, a proxy cannot reach it.
+_DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+def _bypass_proxies_for_loopback() -> None:
+    """Add 127.0.0.1 and localhost to NO_PROXY, for every HTTP client this process creates later."""
+    # httpx (under ChatOpenAI) and urllib send even loopback requests through HTTP(S)_PROXY when one is set,
+    # as on many corporate machines: the proxy cannot reach our server and every reply fails. Measured here:
+    # with HTTP_PROXY set, ChatOpenAI tried the proxy for http://127.0.0.1:PORT/v1.
+    for var in ("NO_PROXY", "no_proxy"):
+        have = [h.strip() for h in os.environ.get(var, "").split(",") if h.strip()]
+        missing = [h for h in ("127.0.0.1", "localhost") if h not in have]
+        if missing:
+            os.environ[var] = ",".join(have + missing)
+
+
 def _get_json(url: str, timeout: float) -> tuple[int, object]:
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as r:  # loopback only
+        with _DIRECT.open(url, timeout=timeout) as r:
             return r.status, json.loads(r.read() or b"null")
     except urllib.error.HTTPError as e:
         return e.code, None
@@ -545,6 +561,7 @@ class EmbeddedServer:
                 self._kill()
                 raise
             self._base_url = f"{address}/v1"
+            _bypass_proxies_for_loopback()
             self.load_seconds = time.monotonic() - t0
             if progress:
                 progress(f"{self.spec.display_name} ready in {self.load_seconds:.1f} s at {self._base_url}")
