@@ -35,7 +35,25 @@ from typing import Literal
 from interviewer.errors import CheckerError, SandboxUnavailable
 
 BOX = "/box"
-NOBODY = 65534
+# Each box runs as its own unused uid from this range: RLIMIT_NPROC counts per uid, so a fork bomb in one
+# box must not exhaust the process budget of every other box (as a shared "nobody" would).
+_UID_BASE, _UID_SPAN = 200_000, 60_000
+
+
+def _fresh_uid() -> int:
+    """A uid no account on this machine uses (checked against the passwd database)."""
+    import pwd
+    import secrets
+
+    for _ in range(100):
+        uid = _UID_BASE + secrets.randbelow(_UID_SPAN)
+        try:
+            pwd.getpwuid(uid)
+        except KeyError:
+            return uid
+    raise SandboxUnavailable("no free uid found for the sandbox in 200000-259999; free some of that range")
+
+
 _MiB = 1024 * 1024
 # Enough for torch's import (it maps far more than it touches) and a few GiB of slack; the cgroup is the
 # real memory limit, this only stops a runaway allocation where no cgroup can be created.
@@ -316,12 +334,13 @@ class _StrictBox:
         self.as_root = os.geteuid() == 0
         self.start = time.monotonic()
         try:
-            self.box, binds, self.capped = self._stack.enter_context(_staging(limits, self.as_root))
-            self.owner = NOBODY if self.as_root else None
+            self.uid = _fresh_uid() if self.as_root else os.geteuid()
+            self.box, binds, self.capped = self._stack.enter_context(_staging(limits, self.as_root, self.uid))
+            self.owner = self.uid if self.as_root else None
             _write_files(self.box, files, self.owner)
             seccomp_fd = _seccomp_fd(seccomp)
             os.set_inheritable(seccomp_fd, True)
-            cmd = _bwrap_cmd(binds, self.box, str(seccomp_fd), argv, self.as_root)
+            cmd = _bwrap_cmd(binds, self.box, str(seccomp_fd), argv, self.uid if self.as_root else None)
             self.cgroup = _Cgroup(limits)
             self._stack.callback(self.cgroup.kill_all_and_remove)
             try:
@@ -391,9 +410,9 @@ def _close_live_boxes() -> None:
 
 
 def _bwrap_cmd(
-    binds: list[tuple[str, str]], box: str, seccomp_fd: str, argv: Sequence[str], as_root: bool
+    binds: list[tuple[str, str]], box: str, seccomp_fd: str, argv: Sequence[str], drop_to: int | None
 ) -> list[str]:
-    """The bwrap (and, as root, setpriv) command line for one box."""
+    """The bwrap command line for one box, behind ``setpriv`` to uid ``drop_to`` when we are root."""
     cmd = [
         "bwrap",
         "--unshare-all",
@@ -420,10 +439,10 @@ def _bwrap_cmd(
     cmd += ["--bind", box, BOX, "--chdir", BOX, "--hostname", "box"]
     cmd += ["--clearenv", *_env_args()]
     cmd += ["--seccomp", seccomp_fd, "--", *argv]
-    if as_root:
+    if drop_to is not None:
         drop = [
-            f"--reuid={NOBODY}",
-            f"--regid={NOBODY}",
+            f"--reuid={drop_to}",
+            f"--regid={drop_to}",
             "--clear-groups",
             "--inh-caps=-all",
             "--bounding-set=-all",
@@ -474,7 +493,7 @@ class Sandbox:
                 "namespaces (sysctl kernel.unprivileged_userns_clone=1 / user.max_user_namespaces>0) or set "
                 "INTERVIEWER_SANDBOX=weak to run code with weaker isolation at your own risk"
             )
-        how = "root->uid 65534, " if os.geteuid() == 0 else ""
+        how = "root->fresh unprivileged uid per box, " if os.geteuid() == 0 else ""
         cg = "cgroup memory/pids" if _own_cgroup_dirs() else "no cgroup (rlimits only)"
         return True, f"strict: {how}bwrap (all namespaces), seccomp, rlimits, {cg}"
 
@@ -641,7 +660,7 @@ def _mount(*args: str) -> None:
 
 
 @contextlib.contextmanager
-def _staging(limits: Limits, as_root: bool) -> Iterator[tuple[str, list[tuple[str, str]], bool]]:
+def _staging(limits: Limits, as_root: bool, uid: int) -> Iterator[tuple[str, list[tuple[str, str]], bool]]:
     """A private box dir and the read-only binds ``(source, dest)``.
 
     As root, the box is a size-capped tmpfs (filling it cannot fill the host disk), and sources the
@@ -657,13 +676,13 @@ def _staging(limits: Limits, as_root: bool) -> Iterator[tuple[str, list[tuple[st
         if as_root:
             os.chmod(parent, 0o711)  # the unprivileged uid must reach the box and staged mounts through it
             size = box_quota_mb(limits)
-            opts = f"size={size}m,mode=0700,uid={NOBODY},gid={NOBODY},nodev,nosuid"
+            opts = f"size={size}m,mode=0700,uid={uid},gid={uid},nodev,nosuid"
             try:
                 _mount("-t", "tmpfs", "-o", opts, "interviewer-box", box)
                 mounts.append(box)
             except SandboxUnavailable:
                 # No mount rights (e.g. an unprivileged container): the box is then a watched plain dir.
-                os.chown(box, NOBODY, NOBODY)
+                os.chown(box, uid, uid)
         for i, src in enumerate(_ro_bind_sources()):
             if not as_root or _nobody_can_reach(src):
                 binds.append((src, src))

@@ -264,3 +264,21 @@ def test_prewarmed_box_is_single_use_and_content_checked(sandbox: Sandbox) -> No
     r3 = sandbox.run({"a.py": other, "data.txt": "third"}, argv, lim)  # different program: never the warm box
     assert r3.stdout.strip() == "changed third"
     sandbox.close()
+
+
+def test_a_fork_bomb_does_not_starve_a_concurrent_box(sandbox: Sandbox) -> None:
+    bomb = "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n"
+    done: list[object] = []
+    t = threading.Thread(
+        target=lambda: done.append(
+            sandbox.run({"b.py": bomb}, [sys.executable, "b.py"], Limits(wall_seconds=5))
+        )
+    )
+    t.start()
+    import time
+
+    time.sleep(1.5)  # the bomb is at its process limit by now
+    r = sandbox.run({"a.py": "print('still fine')\n"}, [sys.executable, "a.py"], Limits(wall_seconds=20))
+    t.join()
+    assert r.stdout.strip() == "still fine", r
+    assert done and getattr(done[0], "killed_reason", None)

@@ -51,10 +51,6 @@ CASES = {
         (_mutate("attention-distance-bias", "dim=-1)", "dim=-2)"), "softmax is taken over the queries"),
         (_mutate("attention-distance-bias", "bias = -(i - j).abs()", "bias = (i - j).abs()"), "wrong sign"),
         (
-            _mutate("attention-distance-bias", "scale = 1.0 / math.sqrt(d)", "scale = 1.0 / d"),
-            "max abs error",
-        ),
-        (
             _mutate(
                 "attention-distance-bias", 'scores = scores.masked_fill(~mask.bool(), float("-inf"))', "pass"
             ),
@@ -75,14 +71,6 @@ CASES = {
                 "attention-train",
                 "    loss.backward()\n    optimizer.step()",
                 "    optimizer.step()\n    loss.backward()",
-            ),
-            "did not change after one step",
-        ),
-        (
-            _mutate(
-                "attention-train",
-                "    loss.backward()\n    optimizer.step()",
-                "    loss.backward()\n    optimizer.zero_grad()\n    optimizer.step()",
             ),
             "did not change after one step",
         ),
