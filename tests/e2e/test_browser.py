@@ -1,0 +1,188 @@
+"""A real browser against the real app: ``interviewer serve`` in a subprocess, a stand-in OpenAI server, Chromium.
+
+One candidate's path, with a screenshot per step in ``test-artifacts/e2e/``: pick the ML coding round, answer,
+get both why-levels from the model, run the coding task's hidden tests with a wrong then the reference solution,
+end the round, open the report and download it as HTML. The answer carries ``<script>`` and ``<img onerror>``:
+it must show as text in the chat, the report and the downloaded file, and never run.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from interviewer.llm.standin import StandinServer
+from tests.support.app_process import REPO, AppProcess, free_port
+
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+ARTIFACTS = REPO / "test-artifacts" / "e2e"
+XSS = '<script>alert("xss-script")</script> <img src=x onerror="alert(\'xss-img\')">'
+ANSWER = f"I would vectorise it with a sliding window and one einsum. {XSS}"
+SLOW = 120_000  # ms: the first scored answer loads the embedding model on a busy 2-core machine
+
+
+@pytest.fixture(scope="module")
+def standin() -> Iterator[StandinServer]:
+    with StandinServer() as srv:
+        yield srv
+
+
+@pytest.fixture(scope="module")
+def app(standin: StandinServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppProcess]:
+    # The Chroma index would take minutes to build on first start; retrieval has its own tests, so point it
+    # at a loopback port where nothing listens: the app says retrieval is off and goes on.
+    proc = AppProcess(
+        tmp_path_factory.mktemp("e2e-data"),
+        standin.base_url,
+        extra_env={"INTERVIEWER_CHROMA_URL": f"http://127.0.0.1:{free_port()}"},
+    )
+    proc.start()
+    try:
+        yield proc
+    finally:
+        proc.stop()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    if not Path(CHROMIUM).exists():
+        pytest.fail("Debian's chromium is missing: run scripts/system-deps.sh (apt-get install -y chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+def _shot(page: object, name: str) -> None:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)  # type: ignore[attr-defined]
+
+
+def _code_task(page: object) -> str | None:
+    """The task id shown in the code panel, or None when the open question has no coding task."""
+    panel = page.locator("#code-statement")  # type: ignore[attr-defined]
+    if not panel.is_visible():
+        return None
+    m = re.search(r"\(([a-z0-9-]+)\)", panel.inner_text())
+    return m.group(1) if m else None
+
+
+def _set_code(page: object, code: str) -> None:
+    editor = page.locator("#code .cm-content")  # type: ignore[attr-defined]
+    editor.click()
+    page.keyboard.press("Control+A")  # type: ignore[attr-defined]
+    page.keyboard.press("Delete")  # type: ignore[attr-defined]
+    page.keyboard.insert_text(code)  # type: ignore[attr-defined]  # no key events: no auto-indent
+
+
+def _send(page: object, text: str, expect_status: str, timeout: int = 60_000) -> None:
+    from playwright.sync_api import expect
+
+    page.locator("#answer textarea").fill(text)  # type: ignore[attr-defined]
+    page.locator("#send").click()  # type: ignore[attr-defined]
+    expect(page.locator("#status")).to_contain_text(expect_status, timeout=timeout)  # type: ignore[attr-defined]
+
+
+def test_candidate_round_in_a_real_browser(app: AppProcess, standin: StandinServer, browser: object) -> None:
+    from playwright.sync_api import expect
+
+    context = browser.new_context(accept_downloads=True)  # type: ignore[attr-defined]
+    page = context.new_page()
+    dialogs: list[str] = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    page.goto(app.url)
+    expect(page.locator("#start")).to_be_visible(timeout=30_000)
+    _shot(page, "01-page")
+
+    # Pick the ML coding round; the engine draws questions at random, so start again until the first
+    # question carries a sandboxed coding task (8 of its 12 questions do).
+    page.locator("#round input").click()
+    page.get_by_role("option", name="ML coding").click()
+    task = None
+    for _attempt in range(12):
+        page.locator("#start").click()
+        expect(page.locator("#status")).to_contain_text("ML coding", timeout=30_000)
+        expect(page.locator("#status")).to_contain_text("main question", timeout=30_000)
+        page.wait_for_timeout(300)  # the code panel is the last output of /start
+        task = _code_task(page)
+        if task:
+            break
+    assert task, "no coding question came up in 12 starts of the ML coding round"
+    _shot(page, "02-round-started")
+
+    # The answer, with markup in it, then the level-1 follow-up streamed from the model.
+    bots_before = page.locator('#chat [data-testid="bot"]').count()
+    _send(page, ANSWER, "why, level 1")
+    user_msg = page.locator('#chat [data-testid="user"]').last
+    expect(user_msg).to_contain_text('<script>alert("xss-script")</script>')
+    expect(user_msg).to_contain_text("<img src=x onerror=")
+    expect(page.locator('#chat [data-testid="bot"]')).to_have_count(bots_before + 1)
+    last_bot = page.locator('#chat [data-testid="bot"]').last
+    expect(last_bot).to_contain_text("Walk me through this:")  # the model's follow-up, not the fallback
+    level1 = last_bot.inner_text()
+    _shot(page, "03-why-level-1")
+
+    # The coding task: the starter (which raises NotImplementedError) fails, the reference passes.
+    expect(page.locator("#code .cm-content")).to_be_visible()
+    starter = (REPO / "rubrics" / "coding" / task / "starter.py").read_text()
+    _set_code(page, starter)
+    page.locator("#run-tests").click()
+    expect(page.locator("#verdict")).to_contain_text("some tests failed", timeout=90_000)
+    _shot(page, "04-tests-fail")
+    _set_code(page, (REPO / "rubrics" / "coding" / task / "reference.py").read_text())
+    page.locator("#run-tests").click()
+    expect(page.locator("#verdict")).to_contain_text("all tests passed", timeout=90_000)
+    _shot(page, "05-tests-pass")
+
+    _send(page, "Memory: the window view is free but the einsum materialises the product.", "why, level 2")
+    expect(page.locator('#chat [data-testid="bot"]')).to_have_count(bots_before + 2)
+    expect(last_bot).to_contain_text("Walk me through this:")
+    assert page.locator('#chat [data-testid="bot"]').last.inner_text() != level1
+    _shot(page, "06-why-level-2")
+
+    # The last answer is scored (the first score loads the embedding model), then the round is ended early.
+    _send(page, "A direct method wins when the kernel is large and memory is tight.", "Question 2/", SLOW)
+    _shot(page, "07-next-question")
+    page.locator("#end").click()
+    expect(page.locator("#status")).to_contain_text("Round ended", timeout=60_000)
+    _shot(page, "08-round-ended")
+
+    # The report, on screen and downloaded as HTML.
+    page.get_by_role("tab", name="Report").click()
+    page.locator("#show-report").click()
+    report = page.locator("#report")
+    expect(report).to_contain_text("Feedback report", timeout=SLOW)
+    expect(report).to_contain_text("hidden tests: all passed")  # the sandbox verdict is in the report
+    _shot(page, "09-report")
+    link = page.locator('#report-files a[href*=".html"]').first
+    with page.expect_download() as dl:
+        link.click()
+    saved = ARTIFACTS / "report.html"
+    dl.value.save_as(saved)
+    html = saved.read_text(encoding="utf-8")
+    assert "&lt;script&gt;alert(" in html and "<script>alert(" not in html
+    assert "<img src=x onerror" not in html and "&lt;img src=x onerror=" in html
+    assert "Feedback report" in html
+
+    # Open the exported report itself: the markup is text there too, and nothing runs.
+    report_page = context.new_page()
+    report_page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    report_page.goto(saved.as_uri())
+    expect(report_page.locator("body")).to_contain_text('<script>alert("xss-script")</script>')
+    report_page.wait_for_timeout(500)
+    _shot(report_page, "10-downloaded-report")
+
+    assert dialogs == [], f"candidate markup ran in the browser: {dialogs}"
+    assert page.evaluate("document.querySelectorAll('#chat img[src=\"x\"]').length") == 0
+    assert standin.stats.requests >= 2  # both follow-ups came over the real OpenAI client path
+    context.close()
