@@ -38,9 +38,10 @@ def expected_attention(
     s = s + alpha * bias_sign * np.abs(np.arange(lq)[:, None] - np.arange(lk)[None, :])
     if mask is not None:
         s = np.where(mask, s, -np.inf)
-    s = s - np.max(s, axis=softmax_axis, keepdims=True)
-    e = np.exp(s)
-    w = e / np.sum(e, axis=softmax_axis, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):  # a diagnostic variant may mask a whole column
+        s = s - np.max(s, axis=softmax_axis, keepdims=True)
+        e = np.exp(s)
+        w = e / np.sum(e, axis=softmax_axis, keepdims=True)
     w = np.nan_to_num(w)
     return (w @ v64).astype(q.dtype), w.astype(q.dtype)
 
