@@ -82,7 +82,7 @@ def test_concurrent_candidates_lose_and_cross_no_turn(
     [
         ("fail", 2, "HTTP 500"),  # 2: the client retries a failed request once
         ("hang", 2, "did not answer in time"),
-        ("drop", 1, "failed"),  # mid-stream: no retry
+        ("drop", 1, "no model server answers"),  # mid-stream: no retry; the client calls it a lost connection
         ("malformed", 1, "failed"),
     ],
 )
