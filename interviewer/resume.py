@@ -757,12 +757,18 @@ class CombinedRetriever:
         self.resume = resume
 
     def retrieve(
-        self, query: str, *, round: str | None = None, topic: str | None = None, k: int = 4
+        self,
+        query: str,
+        *,
+        round: str | None = None,
+        topic: str | None = None,
+        k: int = 4,
+        kind: Literal["knowledge", "rubric"] | None = None,
     ) -> Sequence[Any]:
         mine: list[Any] = []
         if self.resume is not None and round == "resume-deep-dive":
             mine = list(self.resume.retrieve(query, k=max(1, k // 2)))
         rest: list[Any] = []
         if self.base is not None and k - len(mine) > 0:
-            rest = list(self.base.retrieve(query, round=round, topic=topic, k=k - len(mine)))
+            rest = list(self.base.retrieve(query, round=round, topic=topic, k=k - len(mine), kind=kind))
         return [*mine, *rest][:k]

@@ -47,7 +47,13 @@ class PassageLike(Protocol):
 
 class Retriever(Protocol):
     def retrieve(
-        self, query: str, *, round: str | None = None, topic: str | None = None, k: int = 4
+        self,
+        query: str,
+        *,
+        round: str | None = None,
+        topic: str | None = None,
+        k: int = 4,
+        kind: Literal["knowledge", "rubric"] | None = None,
     ) -> Sequence[PassageLike]: ...
 
 
@@ -489,7 +495,10 @@ class Interview:
         reference = "(none)"
         if self.ports.retriever is not None:
             try:
-                passages = self.ports.retriever.retrieve(q.question, round=q.round.value, topic=q.topic, k=2)
+                # Knowledge only: the rubric itself is already in the prompt.
+                passages = self.ports.retriever.retrieve(
+                    q.question, round=q.round.value, topic=q.topic, k=2, kind="knowledge"
+                )
                 reference = "\n\n".join(f"[{p.source}]\n{p.text}" for p in passages) or "(none)"
             except InterviewerError:
                 reference = "(retrieval unavailable)"

@@ -327,7 +327,7 @@ def test_deep_dive_follow_ups_can_draw_on_the_candidates_own_resume(tmp_path):
     from interviewer.resume import CombinedRetriever
 
     class Bank:
-        def retrieve(self, query, *, round=None, topic=None, k=4):
+        def retrieve(self, query, *, round=None, topic=None, k=4, kind=None):
             return [f"bank:{round}:{k}"]
 
     index = ResumeIndex("dana", Settings(data_dir=tmp_path), embedder=HashingEmbedder())

@@ -101,3 +101,39 @@ def test_another_client_cannot_continue_a_session_by_id(live_app):
     # Alice herself can reopen it.
     chat, *_ = alice.predict(sid, alice_owner, api_name="/reopen")
     assert "90%" in _text(chat[0])
+
+
+@pytest.mark.slow
+def test_spoken_answer_round_trip_through_the_ui(live_app, tmp_path):
+    """Say an answer (synthesised with the local voice), transcribe it in the UI, send it as a spoken turn."""
+    from gradio_client import handle_file
+
+    from interviewer.speech import get_tts
+
+    demo, rt, _ = live_app
+    wav = get_tts(rt.settings).synthesize(
+        "The speedup is about four point seven times because the serial part limits it.", tmp_path / "a.wav"
+    )
+    client = Client(demo.local_url, verbose=False)
+    _, owner, *_ = client.predict("phone-screen", 1, False, None, api_name="/start")
+    text = client.predict(handle_file(str(wav)), "", owner, api_name="/transcribe")
+    assert "serial" in text.lower() and "speedup" in text.lower()
+    chat, *_, voice = client.predict(text, owner, True, api_name="/send")
+    assert voice and Path(voice).stat().st_size > 1000  # the interviewer's follow-up, spoken
+    sid = client.predict(owner, api_name="/sessions")["data"][0][0]
+    answered = [e.payload for e in rt.store.events(sid) if e.kind == "answered"]
+    assert answered[0]["mode"] == "spoken" and answered[0]["audio_seconds"] > 1
+    md, _ = client.predict(owner, api_name="/report")
+    assert "Delivery (spoken answers)" in md and "words per minute" in md
+
+
+def test_not_audio_is_a_warning(live_app, tmp_path):
+    from gradio_client import handle_file
+
+    demo, _, _ = live_app
+    bogus = tmp_path / "notes.wav"
+    bogus.write_text("this is not audio at all")
+    client = Client(demo.local_url, verbose=False)
+    _, owner, *_ = client.predict("phone-screen", 1, False, None, api_name="/start")
+    text = client.predict(handle_file(str(bogus)), "what I typed so far", owner, api_name="/transcribe")
+    assert text == "what I typed so far"  # the typed text stays; the page shows a warning instead

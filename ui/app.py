@@ -133,6 +133,7 @@ class App:
         loop: str | None = None,
         resume_file: str | None = None,
         posting: str | None = None,
+        voice_on: bool = False,
         request: gr.Request | None = None,
     ) -> Iterator[tuple[Any, ...]]:
         owner = _owner(owner, request)
@@ -153,32 +154,114 @@ class App:
                     owner,
                     self._status(it),
                     *_NO_CHANGE,
+                    gr.update(),
                 )
         except InterviewerError as e:
             raise gr.Error(str(e)) from e
-        yield _shown(it.messages()), it.session_id, owner, self._status(it), *self._coding(it)
+        yield (
+            _shown(it.messages()),
+            it.session_id,
+            owner,
+            self._status(it),
+            *self._coding(it),
+            self._speak(it, voice_on),
+        )
 
     def send(
-        self, answer: str, sid: str | None, owner: str | None, request: gr.Request
+        self,
+        answer: str,
+        sid: str | None,
+        owner: str | None,
+        spoken: dict[str, Any] | None = None,
+        voice_on: bool = False,
+        request: gr.Request | None = None,
     ) -> Iterator[tuple[Any, ...]]:
         owner = _owner(owner, request)
         try:
             it = self._open(sid, owner)
         except InterviewerError as e:
             raise gr.Error(str(e)) from e
+        mode, extra = "typed", None
+        if spoken and spoken.get("transcript"):
+            # Spoken if the text sent is (an edit of) the transcript; the audio's length goes in the log.
+            mode = "spoken"
+            extra = {"audio_seconds": spoken.get("seconds"), "transcript": spoken["transcript"]}
         try:
-            it.submit(answer)
+            it.submit(answer, mode=mode, extra=extra)
         except InputError as e:
             gr.Warning(str(e))
-            yield _shown(it.messages()), answer, self._status(it), *_NO_CHANGE  # keep the text: nothing typed is lost
+            # Keep the text: nothing typed or said is lost.
+            yield _shown(it.messages()), answer, self._status(it), *_NO_CHANGE, gr.update(), spoken
             return
         except InterviewerError as e:
             raise gr.Error(str(e)) from e
         history = _shown(it.messages())
-        yield history, "", self._status(it), *_NO_CHANGE
+        yield history, "", self._status(it), *_NO_CHANGE, gr.update(), None
         for text in it.advance():
-            yield [*history, {"role": "assistant", "content": text}], "", self._status(it), *_NO_CHANGE
-        yield _shown(it.messages()), "", self._status(it), *self._coding(it)
+            yield (
+                [*history, {"role": "assistant", "content": text}],
+                "",
+                self._status(it),
+                *_NO_CHANGE,
+                gr.update(),
+                None,
+            )
+        yield _shown(it.messages()), "", self._status(it), *self._coding(it), self._speak(it, voice_on), None
+
+    def send_if_auto(
+        self,
+        auto: bool,
+        answer: str,
+        sid: str | None,
+        owner: str | None,
+        spoken: dict[str, Any] | None,
+        voice_on: bool,
+        request: gr.Request,
+    ) -> Iterator[tuple[Any, ...]]:
+        """After a recording: send the transcript at once if the candidate chose to, else leave it to edit."""
+        if auto and spoken and answer.strip():
+            yield from self.send(answer, sid, owner, spoken, voice_on, request)
+        else:
+            yield (gr.update(), gr.update(), gr.update(), *_NO_CHANGE, gr.update(), spoken)
+
+    def _speak(self, it: Interview, voice_on: bool) -> Any:
+        """The interviewer's last message as speech (a WAV path), or no change when muted or unavailable."""
+        if not voice_on or not it.messages():
+            return gr.update()
+        from interviewer.speech import get_tts
+
+        text = it.messages()[-1]["content"].replace("**", "")
+        out = self.rt.settings.data_dir / "audio" / f"{it.session_id}-{len(it.messages())}.wav"
+        try:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            return str(get_tts(self.rt.settings).synthesize(text, out))
+        except InterviewerError as e:
+            gr.Warning(f"The interviewer's voice is unavailable: {e}")
+            return gr.update()
+
+    def transcribe(
+        self, audio_path: str | None, typed: str, sid: str | None, owner: str | None, request: gr.Request
+    ) -> tuple[str, dict[str, Any] | None]:
+        """The recording as editable text; the current question is the recogniser's context."""
+        if not audio_path:
+            return typed, None
+        from interviewer.speech import get_stt
+
+        context = None
+        if sid:
+            try:
+                q = self._open(sid, _owner(owner, request)).question
+                context = q.question if q else None
+            except InterviewerError:
+                context = None
+        try:
+            tr = get_stt(self.rt.settings).transcribe(audio_path, context=context)
+        except InputError as e:
+            gr.Warning(str(e))
+            return typed, None  # what was typed stays; the recording is not used
+        except InterviewerError as e:
+            raise gr.Error(str(e)) from e
+        return tr.text, {"transcript": tr.text, "seconds": round(tr.seconds, 2)}
 
     def run_tests(self, code: str, sid: str | None, owner: str | None, request: gr.Request) -> str:
         """Run the open coding question's hidden tests in the sandbox; the verdict is stored with the turn."""
@@ -380,6 +463,15 @@ def build(runtime: Runtime) -> gr.Blocks:
                 label="Your answer", lines=4, placeholder="Type your answer…", elem_id="answer"
             )
             with gr.Row():
+                mic = gr.Audio(
+                    sources=["microphone"], type="filepath", label="Answer out loud", elem_id="mic", scale=3
+                )
+                with gr.Column(scale=1):
+                    voice_on = gr.Checkbox(False, label="Interviewer speaks (unmute)", elem_id="voice-on")
+                    auto_send = gr.Checkbox(False, label="Send spoken answers at once", elem_id="auto-send")
+            voice = gr.Audio(autoplay=True, label="Interviewer's voice", interactive=False, elem_id="voice")
+            spoken = gr.State(None)
+            with gr.Row():
                 send_btn = gr.Button("Send", variant="primary", elem_id="send")
                 clarify_btn = gr.Button("Ask a clarifying question", elem_id="clarify")
                 pause_btn = gr.Button("Pause", elem_id="pause")
@@ -423,13 +515,22 @@ def build(runtime: Runtime) -> gr.Blocks:
         coding_out = [code_panel, code_statement, code]
         start_btn.click(
             app.start,
-            [round_dd, per_round, weak_first, owner, loop_dd, resume_file, posting],
-            [chat, sid, owner, status, *coding_out],
+            [round_dd, per_round, weak_first, owner, loop_dd, resume_file, posting, voice_on],
+            [chat, sid, owner, status, *coding_out, voice],
             api_name="start",
         )
-        send_evt = dict(fn=app.send, inputs=[answer, sid, owner], outputs=[chat, answer, status, *coding_out])
+        send_out = [chat, answer, status, *coding_out, voice, spoken]
+        send_evt = dict(fn=app.send, inputs=[answer, sid, owner, spoken, voice_on], outputs=send_out)
         send_btn.click(**send_evt, api_name="send")  # type: ignore[arg-type]
         answer.submit(**send_evt, api_visibility="private")  # type: ignore[arg-type]
+        mic.stop_recording(
+            app.transcribe, [mic, answer, sid, owner], [answer, spoken], api_name="transcribe"
+        ).then(
+            app.send_if_auto,
+            [auto_send, answer, sid, owner, spoken, voice_on],
+            send_out,
+            api_visibility="private",
+        )
         clarify_btn.click(app.clarify, [answer, sid, owner], [chat, answer], api_name="clarify")
         pause_btn.click(app.pause, [sid, owner], [status], api_name="pause")
         end_btn.click(app.end_round, [sid, owner], [chat, status], api_name="end_round")
