@@ -57,7 +57,7 @@ def test_strong_beats_partial_beats_wrong_minilm(bank, minilm_scorer: RubricScor
     assert s["strong"].overall > s["partial"].overall > s["wrong"].overall, {
         k: v.overall for k, v in s.items()
     }
-    assert s["strong"].overall >= 3.0 and s["wrong"].overall <= 2.0
+    assert s["strong"].overall >= 3.0 and s["strong"].overall - s["wrong"].overall >= 1.0
     strong = s["strong"]
     assert strong.methods[0] == "coverage" and "deterministic" in strong.methods
     for crit in strong.criteria:

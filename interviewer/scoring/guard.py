@@ -57,6 +57,10 @@ _PATTERNS: tuple[re.Pattern[str], ...] = tuple(
         r"\b(level|score|grade)\s*(of\s*)?\d\s+(for|on|to)\s+(every|each|all|this|the)\b",
         r"\b(grader|grading|evaluator|examiner|scoring|marking|assessment)\s+(instructions?|notes?|guidance|"
         r"override|directive|policy)\b",
+        # The same requests in a few other languages (German, French, Spanish, Italian, Portuguese).
+        r"\b(bewerter|prüfer|punktzahl|volle punkte|höchstpunktzahl|correcteur|évaluateur|note maximale|"
+        r"calificador|evaluador|puntuación máxima|máxima puntuación|nota máxima|valutatore|punteggio massimo|"
+        r"avaliador|pontuação máxima)\b",
         # Fake roles, chat-template tokens and markers that pretend the answer has ended.
         r"(^|\n)\s*[\[<(#*]*\s*(system|assistant|developer|admin|administrator|grader|evaluator|"
         r"instructions?|sys|root|operator)\s*[\]>)#*]*\s*:",
@@ -77,12 +81,16 @@ _PATTERNS: tuple[re.Pattern[str], ...] = tuple(
 _SEGMENT = re.compile(r"(?<=[.!?])\s+|(?=//)|(?=/\*)|(?=<!--)|(?=#+\s)")
 
 
+_RESIDUE = " \t\n#/*<!-`>[]()"
+
+
 @dataclass(frozen=True)
 class Screened:
-    """The answer with grader-directed passages removed, and those passages."""
+    """The answer with grader-directed passages removed, those passages, and the text before the first one."""
 
     text: str
     removed: list[str]
+    before_first: str = ""
 
 
 def _flagged(segment: str) -> bool:
@@ -97,6 +105,11 @@ def screen(answer: str) -> Screened:
     """
     removed: list[str] = []
     kept = answer
+    # A fenced code block with a comment to the grader is part of the message: it goes whole.
+    for block in re.findall(r"```.*?(?:```|$)", answer, re.DOTALL):
+        if any(_flagged(part) for part in re.split(r"\n|(?=//)|(?=/\*)|(?=#\s)", block) if part.strip()):
+            removed.append(block)
+            kept = kept.replace(block, " ")
     # A JSON-ish object anywhere is judged whole, so one spanning lines goes as a unit.
     for obj in re.findall(r"\{[^{}]{0,2000}\}", answer):
         if _flagged(obj):
@@ -117,10 +130,12 @@ def screen(answer: str) -> Screened:
             lines_out.append(line)
         else:
             removed.append(line[cut:].strip())
-            lines_out.append(line[:cut].rstrip())
+            lines_out.append(line[:cut].rstrip(_RESIDUE))  # no stray "##" or "//" left behind
     text = re.sub(r"[ \t]{2,}", " ", "\n".join(lines_out))
     text = re.sub(r"\n{3,}", "\n\n", text).strip()
-    return Screened(text=text, removed=removed)
+    first = min((answer.find(r) for r in removed if answer.find(r) >= 0), default=-1)
+    before = answer[:first].rstrip(_RESIDUE).strip() if first > 0 else ""
+    return Screened(text=text, removed=removed, before_first=before)
 
 
 def fence(text: str) -> tuple[str, str, str]:

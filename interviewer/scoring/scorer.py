@@ -129,6 +129,13 @@ class RubricScorer:
         main = screened[0].text
 
         cov = score_coverage(self.encoder, main, key_points, question_text, self.calibration, reference)
+        if removed and screened[0].before_first and screened[0].before_first != main:
+            # Once an answer starts talking to the grader, nothing after that point may raise its score.
+            prefix = score_coverage(
+                self.encoder, screened[0].before_first, key_points, question_text, self.calibration, reference
+            )
+            if prefix.level < cov.level:
+                cov = prefix
         methods.append("coverage")
         c = cov.level
         notes.append(f"coverage (calibrated on human grades): {c:.2f}/4")
