@@ -118,7 +118,7 @@ def test_spoken_answer_round_trip_through_the_ui(live_app, tmp_path):
     _, owner, *_ = client.predict("phone-screen", 1, False, None, api_name="/start")
     text = client.predict(handle_file(str(wav)), "", owner, api_name="/transcribe")
     assert "serial" in text.lower() and "speedup" in text.lower()
-    chat, *_, voice = client.predict(text, owner, True, api_name="/send")
+    *_, voice = client.predict(text, owner, True, api_name="/send")
     assert voice and Path(voice).stat().st_size > 1000  # the interviewer's follow-up, spoken
     sid = client.predict(owner, api_name="/sessions")["data"][0][0]
     answered = [e.payload for e in rt.store.events(sid) if e.kind == "answered"]
