@@ -115,6 +115,9 @@ def practice(
     posting: Annotated[
         Path | None, typer.Option(help="a job posting text file that steers rounds and topics")
     ] = None,
+    voice: Annotated[
+        bool, typer.Option(help="speak the questions and record answers (needs arecord/aplay)")
+    ] = False,
     seed: Annotated[int | None, typer.Option(help="fix the question choice")] = None,
     resume: Annotated[str | None, typer.Option(help="continue a session by id")] = None,
     base_url: BaseUrl = None,
@@ -169,11 +172,19 @@ def practice(
             if it.awaiting == "interviewer":
                 text = it.advance_all()
                 console.print(f"\n[cyan]Interviewer:[/cyan] {text}")
+                if voice:
+                    _speak(settings, text)
                 if it.notice:
                     err.print(f"[yellow]{it.notice}[/yellow]")
                     it.notice = None
                 continue
-            answer = _read_answer()
+            mode, extra = "typed", None
+            if voice:
+                q = it.question
+                answer, extra = _record_answer(settings, q.question if q else None)
+                mode = "spoken" if extra else "typed"
+            else:
+                answer = _read_answer()
             if answer is None or answer.strip() == "/end":
                 it.end()
                 break
@@ -185,7 +196,7 @@ def practice(
                 if answer.lstrip().startswith("?"):
                     console.print(f"[cyan]Interviewer:[/cyan] {planner.clarify(it, answer.lstrip()[1:])}")
                     continue
-                it.submit(answer)
+                it.submit(answer, mode=mode, extra=extra)
             except InputError as e:
                 err.print(f"[yellow]{e}[/yellow]")
         console.print(f"\nSession {it.session_id} saved. Report: interviewer report {it.session_id}")
@@ -193,6 +204,60 @@ def practice(
         _fail(e)
     finally:
         rt.close()
+
+
+def _speak(settings: Settings, text: str) -> None:
+    import shutil
+    import subprocess
+    import tempfile
+
+    from interviewer.speech import get_tts
+
+    player = shutil.which("aplay") or shutil.which("paplay")
+    if player is None:
+        err.print("[yellow]no audio player (aplay/paplay) found: read the question instead[/yellow]")
+        return
+    with tempfile.TemporaryDirectory() as d:
+        try:
+            wav = get_tts(settings).synthesize(text.replace("**", ""), Path(d) / "q.wav")
+        except InterviewerError as e:
+            err.print(f"[yellow]{e}[/yellow]")
+            return
+        subprocess.run([player, str(wav)], check=False, capture_output=True)
+
+
+def _record_answer(settings: Settings, context: str | None) -> tuple[str | None, dict[str, object] | None]:
+    """Record from the microphone until Enter, transcribe, and let the candidate edit or accept the text."""
+    import shutil
+    import subprocess
+    import tempfile
+
+    from interviewer.speech import get_stt
+
+    recorder = shutil.which("arecord")
+    if recorder is None:
+        err.print(
+            "[yellow]no microphone recorder (arecord, from alsa-utils) found: type your answer[/yellow]"
+        )
+        return _read_answer(), None
+    with tempfile.TemporaryDirectory() as d:
+        wav = Path(d) / "answer.wav"
+        console.print("[green]Recording[/green]: speak, then press Enter to stop (or type /end).")
+        proc = subprocess.Popen([recorder, "-q", "-f", "S16_LE", "-r", "16000", "-c", "1", str(wav)])
+        line = sys.stdin.readline()
+        proc.terminate()
+        proc.wait(timeout=5)
+        if line.strip() in {"/end", "/pause"}:
+            return line.strip(), None
+        try:
+            t = get_stt(settings).transcribe(wav, context=context)
+        except InputError as e:
+            err.print(f"[yellow]{e}[/yellow] Type your answer instead.")
+            return _read_answer(), None
+    console.print(f"[dim]heard:[/dim] {t.text}\n(Enter to send it, or type a corrected answer)")
+    edited = _read_answer()
+    text = edited if edited and edited.strip() else t.text
+    return text, {"audio_seconds": round(t.seconds, 2), "transcript": t.text}
 
 
 def _read_answer() -> str | None:
@@ -366,6 +431,39 @@ def calibrate(
         )
     except InterviewerError as e:
         _fail(e)
+
+
+@app.command()
+def say(
+    text: Annotated[str, typer.Argument(help="what the interviewer should say")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="WAV file to write")] = Path("out.wav"),
+) -> None:
+    """Speak TEXT with the interviewer's voice into a WAV file (checks the text-to-speech set-up)."""
+    from interviewer.speech import get_tts
+
+    try:
+        path = get_tts(_settings()).synthesize(text, output)
+    except InterviewerError as e:
+        _fail(e)
+    console.print(f"wrote {path}")
+
+
+@app.command()
+def transcribe(
+    file: Annotated[Path, typer.Argument(help="an audio file (WAV, WebM/Opus, MP3, ...)")],
+    context: Annotated[
+        str | None, typer.Option(help="the question being answered, to help with terms")
+    ] = None,
+) -> None:
+    """Print what FILE says (checks the speech-to-text set-up)."""
+    from interviewer.speech import get_stt
+
+    try:
+        t = get_stt(_settings()).transcribe(file, context=context)
+    except InterviewerError as e:
+        _fail(e)
+    print(t.text)
+    err.print(f"[dim]{t.seconds:.1f} s of audio, real-time factor {t.rtf:.2f}, {t.engine}[/dim]")
 
 
 @app.command()

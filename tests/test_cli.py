@@ -103,3 +103,17 @@ def test_cli_flags_override_the_environment(monkeypatch):
     assert load_settings().base_url == "http://127.0.0.1:1/v1"
     s = load_settings(base_url="http://127.0.0.1:2/v1", api_key="k", model="m")
     assert (s.base_url, s.api_key, s.model) == ("http://127.0.0.1:2/v1", "k", "m")
+
+
+def test_say_then_transcribe_from_the_terminal(tmp_path):
+    wav = tmp_path / "q.wav"
+    said = runner.invoke(app, ["say", "Why does the zero point have to be an integer?", "-o", str(wav)])
+    assert said.exit_code == 0, said.output
+    assert wav.read_bytes()[:4] == b"RIFF"
+    heard = runner.invoke(app, ["transcribe", str(wav), "--context", "int8 quantization zero point"])
+    assert heard.exit_code == 0, heard.output
+    assert "zero point" in heard.stdout.lower()
+    bad = tmp_path / "x.wav"
+    bad.write_text("not audio")
+    refused = runner.invoke(app, ["transcribe", str(bad)])
+    assert refused.exit_code == 1 and "error:" in refused.output
