@@ -108,7 +108,11 @@ class Runtime:
             server = self._embedded = EmbeddedServer(self.settings)
         base_url = server.start(progress=progress)
         port = build_port(
-            self.settings, base_url=base_url, model=server.served_model_id, display_name=server.model_name
+            self.settings,
+            base_url=base_url,
+            model=server.served_model_id,
+            display_name=server.model_name,
+            keepalive=False,
         )
         return port, ModelChoice(base_url, server.served_model_id, server.model_name, embedded=True)
 

@@ -71,9 +71,22 @@ class ChatPort:
 
 
 def build_chat_model(
-    settings: Settings, *, base_url: str, model: str, temperature: float | None = None, **kwargs: object
+    settings: Settings,
+    *,
+    base_url: str,
+    model: str,
+    temperature: float | None = None,
+    keepalive: bool = True,
+    **kwargs: object,
 ) -> BaseChatModel:
-    """A LangChain ChatOpenAI against any OpenAI-compatible server (vLLM, NIM, Ollama, llama.cpp, OpenAI)."""
+    """A LangChain ChatOpenAI against any OpenAI-compatible server (vLLM, NIM, Ollama, llama.cpp, OpenAI).
+
+    ``keepalive=False`` opens a connection per request: llama.cpp's server closes the connection after a
+    streamed reply, and a request reusing it a few milliseconds later fails (seen in 3 of 12 back-to-back
+    requests to the embedded server).
+    """
+    if not keepalive:
+        kwargs["http_client"] = httpx.Client(limits=httpx.Limits(max_keepalive_connections=0))
     return ChatOpenAI(
         base_url=base_url,
         api_key=settings.api_key or _NO_KEY,  # type: ignore[arg-type]
@@ -87,9 +100,11 @@ def build_chat_model(
     )
 
 
-def build_port(settings: Settings, *, base_url: str, model: str, display_name: str | None = None) -> ChatPort:
+def build_port(
+    settings: Settings, *, base_url: str, model: str, display_name: str | None = None, keepalive: bool = True
+) -> ChatPort:
     return ChatPort(
-        model=build_chat_model(settings, base_url=base_url, model=model),
+        model=build_chat_model(settings, base_url=base_url, model=model, keepalive=keepalive),
         name=display_name or f"{model} @ {base_url}",
         base_url=base_url,
     )
