@@ -185,8 +185,11 @@ def test_fence_cannot_be_closed_from_inside(question, style: str) -> None:
         assert _weak() in inside and "<" not in inside and ">" not in inside
         assert INJECTIONS[style].split()[0].replace("<", "‹").replace(">", "›") in inside
         assert _OBEY.search(outside.split("RUBRIC")[0].split("KEY POINTS")[0]) is None
-        # The rubric (or the key points) come last, after the candidate's block.
-        assert user.rfind("</candidate_answer id=") < max(user.find("RUBRIC"), user.find("KEY POINTS"))
+        # The grading instructions come last, after the candidate's block (for the judge, the whole rubric).
+        after = user.index(inside) + len(inside)
+        assert user.rindex("OUTPUT:") > after
+        if "RUBRIC (this" in user:
+            assert user.index("RUBRIC (this") > after
 
 
 def test_fence_ids_are_random() -> None:

@@ -167,3 +167,28 @@ def test_scorer_with_judge_names_each_method(question) -> None:
     assert all(c.method == "llm-judge" for c in score.criteria)
     assert quote in [e for c in score.criteria for e in c.evidence]
     assert question.key_points[1] in score.key_points_covered
+
+
+def test_verbatim_quotes_about_another_point_do_not_count(question) -> None:
+    answer = ANSWERS[DECODE_ID]["partial"]
+    off_topic = "Batching helps throughput since several requests share the work."  # real words, wrong point
+    model = RecordingModel().queue(
+        json.dumps({"quotes": [off_topic, "", "", "", ""]}),
+        *[
+            json.dumps(
+                {
+                    "criteria": [
+                        {"name": "bandwidth estimate", "level": 1, "evidence": ""},
+                        {"name": "batching effect", "level": 2, "evidence": ""},
+                    ],
+                    "missed": [],
+                }
+            )
+        ]
+        * 3,
+    )
+    score = RubricScorer(HashingEmbedder(), judge_model=model, use_judge=True).score(question, [answer])
+    assert question.key_points[0] not in score.key_points_covered
+        score.notes
+    )
+    assert any("do not address their key point" in n for n in score.notes)
