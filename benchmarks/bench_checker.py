@@ -3,10 +3,10 @@
 Usage: .venv/bin/python benchmarks/bench_checker.py [--runs 7] [--think 8]
 
 Each run is one `interviewer.checker.check(task, reference_solution)` call, timed end to end (box set-up,
-candidate code, hidden tests, comparison in the grader). Torch tasks are measured twice: "cold" (no
+candidate code, hidden tests, comparison in the grader). Tasks are measured twice: "cold" (no
 pre-started box: the box imports torch inside the clock) and "warm" (the UI calls `prepare(task)` when the
 task is shown, and every check pre-starts the next box; `--think` seconds between runs stand for the
-candidate reading the verdict). The first call of each task is a discarded warm-up (it imports the grader,
+candidate reading the verdict). NumPy and plain-Python tasks get both modes too (3 s between warm runs). The first call of each task is a discarded warm-up (it imports the grader,
 and torch in the grader process). C++ tasks have their own benchmark (benchmarks/bench_checker_cpp.py).
 """
 
@@ -34,7 +34,7 @@ def _reference(task_dir: Path, task: object) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=7)
-    ap.add_argument("--think", type=float, default=8.0, help="seconds between warm torch runs")
+    ap.add_argument("--think", type=float, default=8.0, help="seconds between warm torch runs (others: 3)")
     args = ap.parse_args()
     sb = default_sandbox()
     ok, reason = sb.status()
@@ -45,7 +45,8 @@ def main() -> None:
         if task.kind == "cpp":
             continue
         code = _reference(task.path, task)
-        modes = ["cold", "warm"] if task.kind == "torch" else ["cold"]
+        modes = ["cold"] if task.kind == "numeric" else ["cold", "warm"]
+        think = args.think if task.kind == "torch" else min(args.think, 3.0)
         for mode in modes:
             times: list[float] = []
             for i in range(args.runs + 1):
@@ -53,7 +54,7 @@ def main() -> None:
                     sb.close()  # no pre-started box: the clock includes every import in the box
                 elif i == 0:
                     prepare(task.id, sandbox=sb)
-                    time.sleep(args.think)
+                    time.sleep(think)
                 start = time.monotonic()
                 v = check(task.id, code, sandbox=sb)
                 took = time.monotonic() - start
@@ -62,7 +63,7 @@ def main() -> None:
                 if i > 0:
                     times.append(took)
                 if mode == "warm":
-                    time.sleep(args.think)
+                    time.sleep(think)
             sb.close()
             rows.append((task.kind, task.id, mode, times))
     print(f"{'kind':8} {'task':26} {'mode':5} {'median s':>9} {'min s':>7} {'max s':>7}  runs  target")
@@ -72,7 +73,7 @@ def main() -> None:
     print("\nmedian per kind (warm where measured, else cold):")
     by_kind: dict[str, list[float]] = {}
     for kind, _tid, mode, t in rows:
-        if kind == "torch" and mode != "warm":
+        if kind != "numeric" and mode != "warm":
             continue
         by_kind.setdefault(kind, []).extend(t)
     for kind, t in by_kind.items():

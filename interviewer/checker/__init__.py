@@ -104,8 +104,11 @@ def prepare(task_id: str, *, sandbox: Sandbox | None = None) -> None:
         prep(task, sandbox or default_sandbox())
 
 
-def check(task_id: str, code: str, *, sandbox: Sandbox | None = None) -> Verdict:
+def check(task_id: str, code: str, *, sandbox: Sandbox | None = None, prewarm: bool = True) -> Verdict:
     """Grade ``code`` for a task with its hidden tests.
+
+    With ``prewarm`` (the UI), a box for the next run of this task is pre-started afterwards; one-shot
+    callers (the CLI) pass ``prewarm=False``.
 
     Returns:
         The verdict (failing tests, a compile error or a time limit are verdicts, not exceptions).
@@ -131,7 +134,7 @@ def check(task_id: str, code: str, *, sandbox: Sandbox | None = None) -> Verdict
     if verdict.seconds == 0.0:
         verdict.seconds = time.monotonic() - start
     prep = getattr(runner, "prepare", None)
-    if prep is not None:
+    if prewarm and prep is not None:
         prep(task, sb)  # the next "Run tests" on this task starts warm
     if sb.mode == "weak" and task.kind != "numeric":
         ok, reason = sb.status()
