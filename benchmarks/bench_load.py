@@ -5,9 +5,10 @@ server (interviewer/llm/standin.py), which answers at once, so what is measured 
 candidate starts a phone-screen round of one question and answers it and both why-levels; afterwards each
 session's stored transcript (SQLite) must equal exactly what its own client sent: no lost or crossed turns.
 
-Columns: candidates; turns; errors; lost/crossed; turn p50/p95 (submit to the app's last output for that turn,
-follow-up included: the stand-in takes no time, so this is the app's overhead); /start p50; throughput
-(turns/s over the whole run); app CPU (% of one core, averaged over the run) and peak RSS.
+Columns: candidates; turns; errors; lost/crossed; follow-up turn p50/p95 (submit to the app's last output for
+a turn answered by a model follow-up: the stand-in takes no time, so this is the app's overhead); scored turn
+p50/p95 (the last answer of a question: rubric scoring with the embedding model runs before the next question);
+/start p50; throughput (turns/s over the run); app CPU (% of one core, averaged over the run) and peak RSS.
 Run: .venv/bin/python benchmarks/bench_load.py [--n 8 16 32]
 """
 
@@ -57,6 +58,9 @@ def main() -> int:
                 runs, wall = run_many(app.url, n, round_id="phone-screen", per_round=1)
                 cpu = (_cpu_s(app.proc.pid) - cpu0) / wall * 100
                 turns = [t * 1000 for r in runs for t in r.turn_s]
+                # With one question per round, turns 0 and 1 get a model follow-up; turn 2 is scored.
+                follow = [t * 1000 for r in runs for t in r.turn_s[:2]]
+                scored = [t * 1000 for r in runs for t in r.turn_s[2:]]
                 starts = [r.start_s * 1000 for r in runs if not r.error]
                 errors = [r.error for r in runs if r.error]
                 problems = transcript_problems(Path(d) / "sessions.sqlite3", runs)
@@ -66,8 +70,10 @@ def main() -> int:
                         len(turns),
                         len(errors),
                         len(problems),
-                        statistics.median(turns) if turns else float("nan"),
-                        pct(turns, 95),
+                        statistics.median(follow) if follow else float("nan"),
+                        pct(follow, 95),
+                        statistics.median(scored) if scored else float("nan"),
+                        pct(scored, 95),
                         statistics.median(starts) if starts else float("nan"),
                         len(turns) / wall,
                         cpu,
@@ -81,17 +87,17 @@ def main() -> int:
         finally:
             app.stop()
     print(
-        "\n| candidates | turns | errors | lost/crossed | turn p50 ms | turn p95 ms | /start p50 ms "
-        "| turns/s | app CPU % | app peak RSS MiB |"
+        "\n| candidates | turns | errors | lost/crossed | follow-up turn p50 ms | p95 ms | scored turn p50 ms "
+        "| p95 ms | /start p50 ms | turns/s | app CPU % | app peak RSS MiB |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(
-            f"| {r[0]} | {r[1]} | {r[2]} | {r[3]} | {r[4]:.0f} | {r[5]:.0f} | {r[6]:.0f} | {r[7]:.1f} "
-            f"| {r[8]:.0f} | {r[9]:.0f} |"
+            f"| {r[0]} | {r[1]} | {r[2]} | {r[3]} | {r[4]:.0f} | {r[5]:.0f} | {r[6]:.0f} | {r[7]:.0f} "
+            f"| {r[8]:.0f} | {r[9]:.1f} | {r[10]:.0f} | {r[11]:.0f} |"
         )
     print(f"load average {os.getloadavg()[0]:.1f} at end")
-    return 1 if any(r[2] or r[3] for r in rows) else 0
+    return 1 if any(r[2] or r[3] for r in rows) else 0  # errors or lost/crossed turns fail the run
 
 
 if __name__ == "__main__":

@@ -37,7 +37,8 @@ def figures(output: str) -> list[tuple[str, str]]:
             header = cells
             continue
         if len(cells) == 2 or header[0].lower() in {"metric", "figure", "name"}:
-            out.append((cells[0], " ".join(c for c in cells[1:] if c)))
+            extra = "".join(f" ({h} {c})" for h, c in zip(header[2:], cells[2:], strict=False) if c)
+            out.append((cells[0], cells[1] + extra if len(cells) > 1 else ""))
         else:  # a wide table: one row per line, named by its first cell, values labelled by the header
             label = ", ".join(f"{h}={c}" for h, c in zip(header[1:], cells[1:], strict=False) if c)
             out.append((f"{header[0]}={cells[0]}", label))

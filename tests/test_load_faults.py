@@ -36,7 +36,7 @@ def standin() -> Iterator[StandinServer]:
 
 
 def _runtime(tmp_path: Path, standin: StandinServer, **kw: Any) -> Runtime:
-    settings = load_settings(data_dir=tmp_path, base_url=standin.base_url, timeout=2.0, **kw)
+    settings = load_settings(data_dir=tmp_path, base_url=standin.base_url, timeout=4.0, **kw)
     rt = Runtime(settings)
     rt.set_model(
         build_port(settings, base_url=standin.base_url, model="standin"),
@@ -129,7 +129,7 @@ def test_a_slow_model_does_not_hold_up_other_candidates(
     live: tuple[str, Runtime], standin: StandinServer
 ) -> None:
     url, _ = live
-    standin.behaviour = Behaviour(first_token_delay=1.5)  # under the 2 s client timeout: slow, not failed
+    standin.behaviour = Behaviour(first_token_delay=1.5)  # under the 4 s client timeout: slow, not failed
     slow = Client(url, verbose=False)
     _, slow_owner, *_ = slow.predict("phone-screen", 1, False, None, api_name="/start")
     job = slow.submit("A slow answer.", slow_owner, api_name="/send")
