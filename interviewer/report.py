@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 
 from interviewer.content import Bank, Question, Round
 from interviewer.scoring.models import QuestionScore
-from interviewer.session import Scorer, State, replay
+from interviewer.session import Scorer, State, plan_bank, replay
 from interviewer.store import SessionStore
 
 PRACTICE_LABEL = "Practice signal from a mock interview, not a prediction of any real hiring decision."
@@ -173,6 +173,7 @@ def build_report(
 ) -> Report:
     """The feedback report of one session; answered but unscored questions are scored now when a scorer is given."""
     row = store.get(session_id, owner=owner)
+    bank = plan_bank(bank, row.plan)  # a resume deep dive's questions live in its plan, not the bank
     events = store.events(session_id)
     st = replay(row.plan, events)
     if scorer is not None:
@@ -490,15 +491,18 @@ def skill_history(store: SessionStore, owner: str | None = None) -> list[SkillPo
     """Every scored answer of this owner, oldest first (the data behind the skill map)."""
     points: list[SkillPoint] = []
     for row in store.list(owner=owner, limit=10_000):
+        # Resume questions are stored with their session; their round and topic come from there.
+        stored = {q["id"]: q for q in row.plan.get("extra_questions", [])}
         for ev in store.events(row.id):
             if ev.kind == "scored":
                 s = QuestionScore.model_validate(ev.payload["score"])
+                q = stored.get(s.question_id, {})
                 points.append(
                     SkillPoint(
                         when=ev.ts,
                         session_id=row.id,
-                        round=ev.payload.get("round", ""),
-                        topic=ev.payload.get("topic", ""),
+                        round=ev.payload.get("round", q.get("round", "")),
+                        topic=ev.payload.get("topic", q.get("topic", "")),
                         question_id=s.question_id,
                         score=s.overall,
                         why_depth=s.why_depth,

@@ -234,6 +234,12 @@ def replay(plan: dict[str, Any], events: Sequence[Any]) -> State:
     return st
 
 
+def plan_bank(bank: Bank, plan: dict[str, Any]) -> Bank:
+    """The bank a session was planned from: the shared bank plus the questions stored with it (resume)."""
+    extra = [Question.model_validate(q) for q in plan.get("extra_questions", [])]
+    return bank.with_questions(extra) if extra else bank
+
+
 # -- the interview --------------------------------------------------------------------------------
 
 
@@ -288,9 +294,7 @@ class Interview:
     def resume(cls, ports: Ports, session_id: str) -> Interview:
         """Rebuild an interview from its events; it continues at the last completed turn."""
         row = ports.store.get(session_id, owner=ports.owner)
-        extra = [Question.model_validate(q) for q in row.plan.get("extra_questions", [])]
-        if extra:
-            ports = replace(ports, bank=ports.bank.with_questions(extra))
+        ports = replace(ports, bank=plan_bank(ports.bank, row.plan))
         state = replay(row.plan, ports.store.events(session_id))
         for qid in state.plan:
             if qid not in ports.bank.questions:

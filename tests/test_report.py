@@ -123,3 +123,20 @@ def test_skill_map_and_next_plan_bring_weak_topics_back(fixture_bank, tmp_path):
 
 def test_filler_count():
     assert count_fillers("Um, so basically the, uh, cache is like full") == 4
+
+
+def test_report_and_progress_cover_questions_stored_with_the_session(fixture_bank, tmp_path):
+    from interviewer.content import Question, Round
+
+    store = SessionStore(tmp_path / "s.db")
+    base = fixture_bank.by_round("phone-screen")[0]
+    extra = Question.model_validate({**base.model_dump(), "id": "resume.dana.1", "round": Round.DEEP_DIVE})
+    ports = Ports(bank=fixture_bank, store=store, scorer=FixedScorer(2.0, 1), owner="me")
+    it = Interview.start(ports, [Round.DEEP_DIVE], question_ids=[extra.id], extra_questions=[extra])
+    for a in ["my cache cut p99", "the hit rate held", "it thrashes"]:
+        it.advance_all()
+        it.submit(a)
+    rep = build_report(store, fixture_bank, it.session_id, owner="me")  # the shared bank lacks resume.dana.1
+    assert rep.rounds[0].questions[0].status == "scored" and "my cache cut p99" in render_markdown(rep)
+    points = skill_map(store, fixture_bank, owner="me")
+    assert [(p.round, p.topic) for p in points] == [(Round.DEEP_DIVE.value, base.topic)]
