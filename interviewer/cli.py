@@ -9,6 +9,7 @@ from typing import Annotated, NoReturn
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from interviewer.config import Settings, load_settings
@@ -47,7 +48,7 @@ def _settings(**kw: object) -> Settings:
 
 
 def _fail(e: Exception, code: int = 1) -> NoReturn:
-    err.print(f"[red]error:[/red] {e}")
+    err.print(f"[red]error:[/red] {escape(str(e))}")
     raise typer.Exit(code)
 
 
@@ -99,7 +100,12 @@ def serve(
             _fail(InputError("--auth takes USER:PASSWORD"))
         credentials = (user, password)
     try:
-        launch(settings, share=share, auth=credentials, progress=lambda m: console.print(f"[dim]{m}[/dim]"))
+        launch(
+            settings,
+            share=share,
+            auth=credentials,
+            progress=lambda m: console.print(f"[dim]{escape(m)}[/dim]"),
+        )
     except InterviewerError as e:
         _fail(e)
 
@@ -149,8 +155,10 @@ def practice(
         with console.status("starting the model (first run assembles and verifies the weights)..."):
             rt.model_or_none()
         for n in rt.notices:
-            err.print(f"[yellow]{n}[/yellow]")
-        console.print(f"[bold]Model:[/bold] {rt.model_choice.display_name if rt.model_choice else 'none'}")
+            err.print(f"[yellow]{escape(n)}[/yellow]")
+        console.print(
+            f"[bold]Model:[/bold] {escape(rt.model_choice.display_name if rt.model_choice else 'none')}"
+        )
         if resume:
             it = planner.resume_session(rt, "local", resume)
         else:
@@ -164,18 +172,19 @@ def practice(
             )
             it = planner.start(rt, "local", choice)
         if it.notice:
-            err.print(f"[yellow]{it.notice}[/yellow]")
+            err.print(f"[yellow]{escape(it.notice)}[/yellow]")
         console.print(f"[dim]session {it.session_id} (resume with --resume {it.session_id})[/dim]")
         for m in it.messages():
-            console.print(f"[{'cyan' if m['role'] == 'assistant' else 'green'}]{m['content']}[/]")
+            # Question and answer text is shown as written: "[start, end]" is not Rich markup.
+            console.print(f"[{'cyan' if m['role'] == 'assistant' else 'green'}]{escape(m['content'])}[/]")
         while not it.finished:
             if it.awaiting == "interviewer":
                 text = it.advance_all()
-                console.print(f"\n[cyan]Interviewer:[/cyan] {text}")
+                console.print(f"\n[cyan]Interviewer:[/cyan] {escape(text)}")
                 if voice:
                     _speak(settings, text)
                 if it.notice:
-                    err.print(f"[yellow]{it.notice}[/yellow]")
+                    err.print(f"[yellow]{escape(it.notice)}[/yellow]")
                     it.notice = None
                 continue
             mode, extra = "typed", None
@@ -194,11 +203,12 @@ def practice(
                 return
             try:
                 if answer.lstrip().startswith("?"):
-                    console.print(f"[cyan]Interviewer:[/cyan] {planner.clarify(it, answer.lstrip()[1:])}")
+                    reply = planner.clarify(it, answer.lstrip()[1:])
+                    console.print(f"[cyan]Interviewer:[/cyan] {escape(reply)}")
                     continue
                 it.submit(answer, mode=mode, extra=extra)
             except InputError as e:
-                err.print(f"[yellow]{e}[/yellow]")
+                err.print(f"[yellow]{escape(str(e))}[/yellow]")
         console.print(f"\nSession {it.session_id} saved. Report: interviewer report {it.session_id}")
     except InterviewerError as e:
         _fail(e)
@@ -221,7 +231,7 @@ def _speak(settings: Settings, text: str) -> None:
         try:
             wav = get_tts(settings).synthesize(text.replace("**", ""), Path(d) / "q.wav")
         except InterviewerError as e:
-            err.print(f"[yellow]{e}[/yellow]")
+            err.print(f"[yellow]{escape(str(e))}[/yellow]")
             return
         subprocess.run([player, str(wav)], check=False, capture_output=True)
 
@@ -252,9 +262,9 @@ def _record_answer(settings: Settings, context: str | None) -> tuple[str | None,
         try:
             t = get_stt(settings).transcribe(wav, context=context)
         except InputError as e:
-            err.print(f"[yellow]{e}[/yellow] Type your answer instead.")
+            err.print(f"[yellow]{escape(str(e))}[/yellow] Type your answer instead.")
             return _read_answer(), None
-    console.print(f"[dim]heard:[/dim] {t.text}\n(Enter to send it, or type a corrected answer)")
+    console.print(f"[dim]heard:[/dim] {escape(t.text)}\n(Enter to send it, or type a corrected answer)")
     edited = _read_answer()
     text = edited if edited and edited.strip() else t.text
     return text, {"audio_seconds": round(t.seconds, 2), "transcript": t.text}

@@ -66,6 +66,22 @@ def test_practice_in_the_terminal_with_no_model_server(tmp_path, monkeypatch):
     assert "end of this interview" in out
 
 
+def test_practice_prints_brackets_as_written_not_as_rich_markup(tmp_path, monkeypatch):
+    monkeypatch.setenv("INTERVIEWER_CONTENT_DIR", str(FIXTURE_CONTENT))
+    args = ["practice", "--base-url", "http://127.0.0.1:9/v1", "--data-dir", str(tmp_path), "--timeout", "2"]
+    first = runner.invoke(
+        app,
+        [*args, "phone-screen"],
+        input="merge [1, 3] and [2, 5]; [/] [bold]\n\n/pause\n",
+        terminal_width=200,
+    )
+    assert first.exit_code == 0, first.output
+    sid = re.search(r"session ([0-9a-f]{32})", first.output).group(1)
+    again = runner.invoke(app, [*args, "--resume", sid], input="/end\n", terminal_width=200)
+    assert again.exit_code == 0, again.output
+    assert "merge [1, 3] and [2, 5]; [/] [bold]" in again.output  # the transcript as typed
+
+
 def test_bad_round_and_bad_url_are_clear_errors(tmp_path):
     bad = runner.invoke(app, ["practice", "nope", "--data-dir", str(tmp_path), "--base-url", "http://127.0.0.1:9/v1"])
     assert bad.exit_code == 1 and "unknown round 'nope'" in bad.output
