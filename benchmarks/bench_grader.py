@@ -55,9 +55,13 @@ def main() -> int:
         fresh = RubricScorer(embedder)  # a new encoder cache each time: the latency a new answer sees
         text = ANSWERS[DECODE_ID]["strong"] + f" ({i})"
         t = time.perf_counter()
-        fresh.score(q, [text, "KV cache reads dominate at long context.", "Chunked prefill keeps latency steady."])
+        fresh.score(
+            q, [text, "KV cache reads dominate at long context.", "Chunked prefill keeps latency steady."]
+        )
         times.append(time.perf_counter() - t)
-    print(f"\noffline score of one question (3 answers, 5 key points), median of 7: {statistics.median(times):.2f} s")
+    print(
+        f"\noffline score of one question (3 answers, 5 key points), median of 7: {statistics.median(times):.2f} s"
+    )
     return 0
 
 
