@@ -30,13 +30,14 @@ _ANSWER = re.compile(r"<candidate_answer>\s*(.*?)\s*</candidate_answer>", re.S)
 def default_reply(messages: list[dict[str, Any]]) -> str:
     """A follow-up the engine accepts: a question naming the level's target (taken from the prompt)."""
     last = str(messages[-1].get("content", "")) if messages else ""
+    a = _ANSWER.search(last)
+    # The candidate's own words (letters only, so no markup is echoed) keep it from repeating the question.
+    said = " ".join(re.findall(r"[A-Za-z]{4,}", a.group(1) if a else last)[:4]) or "that"
     m = _TARGET.search(last)
     if m:
         target = " ".join(m.group(1).split()).rstrip(".?")
-        return f"Walk me through this: {target}?"
-    a = _ANSWER.search(last)
-    words = (a.group(1) if a else last).split()[:8]
-    return f"Why does {' '.join(words) or 'that'} hold?"
+        return f"Walk me through this: {target}, given what you said about {said}?"
+    return f"Why does {said} hold?"
 
 
 @dataclass
