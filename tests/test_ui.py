@@ -137,3 +137,66 @@ def test_not_audio_is_a_warning(live_app, tmp_path):
     _, owner, *_ = client.predict("phone-screen", 1, False, None, api_name="/start")
     text = client.predict(handle_file(str(bogus)), "what I typed so far", owner, api_name="/transcribe")
     assert text == "what I typed so far"  # the typed text stays; the page shows a warning instead
+
+
+def test_a_reply_cut_off_before_its_question_is_asked_on_the_next_send(live_app):
+    from interviewer import planner
+
+    demo, rt, _ = live_app
+    client = Client(demo.local_url, verbose=False)
+    _, owner, *_ = client.predict("phone-screen", 1, False, None, api_name="/start")
+    sid = client.predict(owner, api_name="/sessions")["data"][0][0]
+    # The answer was stored, then the stream died (dropped connection, restart) before the follow-up was.
+    planner.resume_session(rt, owner, sid).submit("4.7x: the serial 10% caps it")
+    chat, box, status, *_ = client.predict(
+        "It assumes the parallel part scales perfectly.", owner, api_name="/send"
+    )
+    assert _text(chat[-1]) == "Which assumption about perfect scaling does that 4.7x rely on?"
+    assert box == "It assumes the parallel part scales perfectly." and "why, level 1" in status
+    chat, box, *_ = client.predict(box, owner, api_name="/send")
+    assert box == "" and _text(chat[-1]) == "What happens to the speedup once memory bandwidth saturates?"
+
+
+def test_two_sends_at_once_store_one_answer(tmp_path, monkeypatch):
+    import threading
+    import time
+
+    from interviewer import planner
+
+    reopen = planner.resume_session
+
+    def slow_reopen(*args, **kwargs):  # a loaded machine: both sends read the session before either writes
+        it = reopen(*args, **kwargs)
+        time.sleep(0.5)
+        return it
+
+    monkeypatch.setattr(planner, "resume_session", slow_reopen)
+    settings = load_settings(content_dir=FIXTURE_CONTENT, data_dir=tmp_path)
+    rt = Runtime(settings)
+    model = ScriptedChatModel(delay=1.0).queue("Which assumption about perfect scaling does 4.7x rely on?")
+    rt.set_model(ChatPort(model, name="slow"), ModelChoice("http://127.0.0.1:1/v1", "s", "slow", False))
+    rt._retriever_failed = "not needed in this test"
+    demo = build(rt)
+    demo.queue(default_concurrency_limit=16)  # as `launch` serves it: events of one page run in parallel
+    demo.launch(
+        server_name="127.0.0.1", server_port=None, prevent_thread_lock=True, quiet=True, ssr_mode=False
+    )
+    try:
+        client = Client(demo.local_url, verbose=False)
+        _, owner, *_ = client.predict("phone-screen", 1, False, None, api_name="/start")
+        threads = [
+            threading.Thread(
+                target=client.predict, args=(f"take {i}: 4.7x", owner), kwargs={"api_name": "/send"}
+            )
+            for i in range(2)
+        ]  # Shift+Enter and a click on Send, or two tabs
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        sid = rt.store.list()[0].id
+        kinds = [(e.kind, e.payload.get("level")) for e in rt.store.events(sid)]
+        assert kinds.count(("answered", 0)) == 1 and kinds.count(("asked", 1)) == 1, kinds
+    finally:
+        demo.close()
+        rt.close()

@@ -8,6 +8,7 @@ import logging
 import secrets
 import threading
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,7 @@ def _loop_choices() -> list[tuple[str, str]]:
 
 
 Chat = list[dict[str, str]]
+BUSY = "the interviewer is still on your last message: wait for it to finish, then try again"
 
 
 def _shown(chat: Chat) -> Chat:
@@ -58,8 +60,26 @@ class App:
 
     def __init__(self, runtime: Runtime) -> None:
         self.rt = runtime
+        self._locks: dict[str, threading.Lock] = {}
+        self._locks_guard = threading.Lock()
 
     # helpers -------------------------------------------------------------------------------------
+    @contextmanager
+    def _exclusive(self, sid: str | None) -> Iterator[bool]:
+        """One turn at a time per session: Send twice (Enter + click, two tabs) must not answer twice."""
+        if not sid:
+            yield True
+            return
+        with self._locks_guard:
+            lock = self._locks.setdefault(sid, threading.Lock())
+        if not lock.acquire(blocking=False):
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            lock.release()
+
     def _open(self, sid: str | None, owner: str) -> Interview:
         if not sid:
             raise InputError("no interview yet: pick a round and press Start")
@@ -176,9 +196,34 @@ class App:
         voice_on: bool = False,
         request: gr.Request | None = None,
     ) -> Iterator[tuple[Any, ...]]:
+        with self._exclusive(sid) as ok:
+            if not ok:
+                gr.Warning(BUSY)
+                yield gr.update(), answer, gr.update(), *_NO_CHANGE, gr.update(), spoken
+                return
+            yield from self._send(answer, sid, owner, spoken, voice_on, request)
+
+    def _send(
+        self,
+        answer: str,
+        sid: str | None,
+        owner: str | None,
+        spoken: dict[str, Any] | None,
+        voice_on: bool,
+        request: gr.Request | None,
+    ) -> Iterator[tuple[Any, ...]]:
         owner = _owner(owner, request)
         try:
             it = self._open(sid, owner)
+            if it.awaiting == "interviewer" and not it.finished:
+                # The last reply was cut off (dropped connection, restart) before its question was stored:
+                # ask it now and keep the candidate's text for it.
+                it.advance_all()
+                gr.Warning(
+                    "The interviewer's question had not been shown yet: here it is. Your text is kept."
+                )
+                yield _shown(it.messages()), answer, self._status(it), *self._coding(it), gr.update(), spoken
+                return
         except InterviewerError as e:
             raise gr.Error(str(e)) from e
         mode, extra = "typed", None
@@ -334,15 +379,18 @@ class App:
         self, asked: str, sid: str | None, owner: str | None, request: gr.Request
     ) -> tuple[Chat, str]:
         """A clarifying question: answered from the question's authored scenario, not counted as an answer."""
-        try:
-            it = self._open(sid, _owner(owner, request))
-        except InterviewerError as e:
-            raise gr.Error(str(e)) from e
-        try:
-            planner.clarify(it, asked)
-        except InputError as e:
-            gr.Warning(str(e))
-            return _shown(it.messages()), asked
+        with self._exclusive(sid) as ok:
+            if not ok:
+                raise gr.Error(BUSY)
+            try:
+                it = self._open(sid, _owner(owner, request))
+            except InterviewerError as e:
+                raise gr.Error(str(e)) from e
+            try:
+                planner.clarify(it, asked)
+            except InputError as e:
+                gr.Warning(str(e))
+                return _shown(it.messages()), asked
         return _shown(it.messages()), ""
 
     def pause(self, sid: str | None, owner: str | None, request: gr.Request) -> str:
@@ -360,11 +408,14 @@ class App:
 
     def end_round(self, sid: str | None, owner: str | None, request: gr.Request) -> tuple[Chat, str]:
         owner = _owner(owner, request)
-        try:
-            it = self._open(sid, owner)
-            it.end()
-        except InterviewerError as e:
-            raise gr.Error(str(e)) from e
+        with self._exclusive(sid) as ok:
+            if not ok:  # ending mid-stream would let the streamed question land after the end
+                raise gr.Error(BUSY)
+            try:
+                it = self._open(sid, owner)
+                it.end()
+            except InterviewerError as e:
+                raise gr.Error(str(e)) from e
         return _shown(it.messages()), self._status(it, "Round ended: answered questions are scored.")
 
     def timer(self, sid: str | None, owner: str | None, request: gr.Request) -> str:
@@ -392,14 +443,17 @@ class App:
 
     def reopen(self, sid: str, owner: str | None, request: gr.Request) -> tuple[Any, ...]:
         owner = _owner(owner, request)
-        try:
-            it = self._open(sid.strip(), owner)
-        except InterviewerError as e:
-            raise gr.Error(str(e)) from e
-        chat = _shown(it.messages())
-        if it.awaiting == "interviewer" and not it.finished:
-            it.advance_all()
+        with self._exclusive(sid.strip()) as ok:
+            if not ok:
+                raise gr.Error(BUSY)
+            try:
+                it = self._open(sid.strip(), owner)
+            except InterviewerError as e:
+                raise gr.Error(str(e)) from e
             chat = _shown(it.messages())
+            if it.awaiting == "interviewer" and not it.finished:
+                it.advance_all()
+                chat = _shown(it.messages())
         return chat, it.session_id, self._status(it), *self._coding(it)
 
     def test_connection(self, base_url: str, api_key: str) -> tuple[str, Any]:
