@@ -429,18 +429,34 @@ def calibrate(
     output: Annotated[
         Path | None, typer.Option(help="where to write the parameters (default: the package)")
     ] = None,
+    features_cache: Annotated[
+        Path | None, typer.Option(help="an .npz to reuse the answers' embeddings between runs")
+    ] = None,
 ) -> None:
     """Fit the offline scorer against human grades with question-level cross-validation."""
-    from interviewer.scoring.calibrate import run_calibration
+    from rich.progress import Progress
 
-    try:
-        from interviewer.scoring.calibrate import CALIBRATION_PATH
+    from interviewer.scoring.calibrate import CALIBRATION_PATH, run_calibration
 
-        run_calibration(
-            csv, folds=folds, progress=None, output=(output or CALIBRATION_PATH) if write else None
-        )
-    except InterviewerError as e:
-        _fail(e)
+    with Progress(transient=True) as bar:
+        tasks: dict[str, object] = {}
+
+        def step(stage: str, done: int, total: int) -> None:
+            if stage not in tasks:
+                tasks[stage] = bar.add_task(stage, total=total)
+            bar.update(tasks[stage], completed=done, total=total)  # type: ignore[arg-type]
+
+        try:
+            report = run_calibration(
+                csv,
+                folds=folds,
+                progress=step,
+                output=(output or CALIBRATION_PATH) if write else None,
+                features_cache=features_cache,
+            )
+        except InterviewerError as e:
+            _fail(e)
+    print(report.table())
 
 
 @app.command()

@@ -56,7 +56,16 @@ def test_practice_in_the_terminal_with_no_model_server(tmp_path, monkeypatch):
     answers = "4.7x because of the serial part\n\nit assumes perfect scaling\n\nbandwidth saturates\n\n"
     result = runner.invoke(
         app,
-        ["practice", "phone-screen", "--base-url", "http://127.0.0.1:9/v1", "--data-dir", str(tmp_path), "--timeout", "2"],
+        [
+            "practice",
+            "phone-screen",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "--data-dir",
+            str(tmp_path),
+            "--timeout",
+            "2",
+        ],
         input=answers,
     )
     assert result.exit_code == 0, result.output
@@ -83,9 +92,13 @@ def test_practice_prints_brackets_as_written_not_as_rich_markup(tmp_path, monkey
 
 
 def test_bad_round_and_bad_url_are_clear_errors(tmp_path):
-    bad = runner.invoke(app, ["practice", "nope", "--data-dir", str(tmp_path), "--base-url", "http://127.0.0.1:9/v1"])
+    bad = runner.invoke(
+        app, ["practice", "nope", "--data-dir", str(tmp_path), "--base-url", "http://127.0.0.1:9/v1"]
+    )
     assert bad.exit_code == 1 and "unknown round 'nope'" in bad.output
-    url = runner.invoke(app, ["sessions", "--data-dir", str(tmp_path)], env={"INTERVIEWER_BASE_URL": "localhost:8000"})
+    url = runner.invoke(
+        app, ["sessions", "--data-dir", str(tmp_path)], env={"INTERVIEWER_BASE_URL": "localhost:8000"}
+    )
     assert url.exit_code == 1 and "not an http(s) URL" in url.output
 
 
@@ -133,3 +146,27 @@ def test_say_then_transcribe_from_the_terminal(tmp_path):
     bad.write_text("not audio")
     refused = runner.invoke(app, ["transcribe", str(bad)])
     assert refused.exit_code == 1 and "error:" in refused.output
+
+
+def test_calibrate_command_on_a_small_sample_writes_nothing_with_no_write(tmp_path):
+    """Six Mohler questions, 3 question-level folds: the table prints and the shipped parameters stay."""
+    from interviewer.scoring.calibrate import CALIBRATION_PATH
+
+    import csv as csvlib
+
+    source = REPO.parent / "shared" / "datasets" / "mohler" / "answers.csv"  # shared/ sits beside the clone
+    rows = list(csvlib.DictReader(source.open()))
+    keep = list(dict.fromkeys(r["question_id"] for r in rows))[:6]
+    csv = tmp_path / "mini.csv"
+    with csv.open("w", newline="") as f:
+        w = csvlib.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(r for r in rows if r["question_id"] in keep)
+    before = CALIBRATION_PATH.read_bytes()
+    result = runner.invoke(app, ["calibrate", "--csv", str(csv), "--folds", "3", "--no-write"])
+    assert result.exit_code == 0, result.output
+    assert "3-fold question-level CV" in result.stdout and "scorer: coverage model" in result.stdout
+    assert CALIBRATION_PATH.read_bytes() == before
+    out = tmp_path / "cal.json"
+    written = runner.invoke(app, ["calibrate", "--csv", str(csv), "--folds", "3", "--output", str(out)])
+    assert written.exit_code == 0 and out.stat().st_size > 100
