@@ -150,9 +150,9 @@ def test_say_then_transcribe_from_the_terminal(tmp_path):
 
 def test_calibrate_command_on_a_small_sample_writes_nothing_with_no_write(tmp_path):
     """Six Mohler questions, 3 question-level folds: the table prints and the shipped parameters stay."""
-    from interviewer.scoring.calibrate import CALIBRATION_PATH
-
     import csv as csvlib
+
+    from interviewer.scoring.calibrate import CALIBRATION_PATH
 
     source = REPO.parent / "shared" / "datasets" / "mohler" / "answers.csv"  # shared/ sits beside the clone
     rows = list(csvlib.DictReader(source.open()))
