@@ -659,6 +659,41 @@ def _mount(*args: str) -> None:
         )
 
 
+@functools.lru_cache(maxsize=1)
+def _sweep_stale_boxes() -> int:
+    """Once per process: unmount and remove boxes left by graders that were killed (no atexit ran)."""
+    tmp = tempfile.gettempdir()
+    swept = 0
+    try:
+        names = os.listdir(tmp)
+    except OSError:
+        return 0
+    mounts = []
+    with contextlib.suppress(OSError):
+        mounts = [
+            ln.split()[1] for ln in Path("/proc/self/mounts").read_text().splitlines() if len(ln.split()) > 1
+        ]
+    for name in names:
+        parts = name.split("-")
+        if not name.startswith("interviewer-box-") or len(parts) < 4 or not parts[2].isdigit():
+            continue
+        if os.path.exists(f"/proc/{parts[2]}"):
+            continue  # its grader is alive (or the pid was reused): leave it
+        root = os.path.join(tmp, name)
+        for m in sorted((m for m in mounts if m.startswith(root + "/")), key=len, reverse=True):
+            subprocess.run(["umount", "-l", m], capture_output=True, timeout=10)
+        shutil.rmtree(root, ignore_errors=True)
+        swept += 1
+    # Empty per-run cgroups older than ten minutes (a fresh one may be about to be joined).
+    for parent in _own_cgroup_dirs().values():
+        with contextlib.suppress(OSError):
+            for d in parent.glob("interviewer-sbx-*"):
+                with contextlib.suppress(OSError):
+                    if time.time() - d.stat().st_mtime > 600:
+                        d.rmdir()
+    return swept
+
+
 @contextlib.contextmanager
 def _staging(limits: Limits, as_root: bool, uid: int) -> Iterator[tuple[str, list[tuple[str, str]], bool]]:
     """A private box dir and the read-only binds ``(source, dest)``.
@@ -667,6 +702,8 @@ def _staging(limits: Limits, as_root: bool, uid: int) -> Iterator[tuple[str, lis
     unprivileged uid cannot traverse to (e.g. a Python under /root) are bind-mounted into a reachable
     staging dir for the duration of the run.
     """
+    if as_root:
+        _sweep_stale_boxes()
     parent = tempfile.mkdtemp(prefix=f"interviewer-box-{os.getpid()}-")
     box = os.path.join(parent, "box")
     os.mkdir(box, 0o700)

@@ -282,3 +282,25 @@ def test_a_fork_bomb_does_not_starve_a_concurrent_box(sandbox: Sandbox) -> None:
     t.join()
     assert r.stdout.strip() == "still fine", r
     assert done and getattr(done[0], "killed_reason", None)
+
+
+def test_boxes_of_a_killed_grader_are_swept(sandbox: Sandbox) -> None:
+    import subprocess
+    import tempfile
+
+    from interviewer.checker.sandbox import _sweep_stale_boxes
+
+    if os.geteuid() != 0:
+        pytest.skip("boxes are tmpfs mounts only as root")
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    )
+    pid = int(dead.stdout)
+    root = Path(tempfile.mkdtemp(prefix=f"interviewer-box-{pid}-"))
+    (root / "box").mkdir()
+    subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=1m", "interviewer-box", str(root / "box")], check=True
+    )
+    assert _sweep_stale_boxes.__wrapped__() >= 1
+    assert not root.exists()
+    assert str(root) not in Path("/proc/self/mounts").read_text()
