@@ -200,3 +200,22 @@ def test_two_sends_at_once_store_one_answer(tmp_path, monkeypatch):
     finally:
         demo.close()
         rt.close()
+
+
+def test_the_timer_tick_only_reads_a_paused_session(tmp_path):
+    from ui.app import App
+
+    rt = Runtime(load_settings(content_dir=FIXTURE_CONTENT, data_dir=tmp_path, answer_seconds=90))
+    rt.set_model(
+        ChatPort(ScriptedChatModel(), name="s"), ModelChoice("http://127.0.0.1:1/v1", "s", "s", False)
+    )
+    rt._retriever_failed = "not needed in this test"
+    app = App(rt)
+    *_, last = app.start("phone-screen", 1, False, "browser:me")
+    sid = last[1]
+    assert "s left" in app.timer(sid, "browser:me", None)
+    app.pause(sid, "browser:me", None)
+    before = rt.store.events(sid)
+    assert app.timer(sid, "browser:me", None) == ""  # the clock is stopped while paused
+    assert rt.store.events(sid) == before and rt.store.get(sid).status == "paused"  # a tick writes nothing
+    rt.close()

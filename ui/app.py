@@ -7,6 +7,7 @@ import html
 import logging
 import secrets
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,7 +20,7 @@ from interviewer.config import Settings
 from interviewer.content import Round
 from interviewer.errors import InputError, InterviewerError
 from interviewer.runtime import Runtime
-from interviewer.session import Interview
+from interviewer.session import Interview, replay
 
 log = logging.getLogger(__name__)
 
@@ -419,15 +420,18 @@ class App:
         return _shown(it.messages()), self._status(it, "Round ended: answered questions are scored.")
 
     def timer(self, sid: str | None, owner: str | None, request: gr.Request) -> str:
-        if not sid or self.rt.settings.answer_seconds is None:
+        seconds = self.rt.settings.answer_seconds
+        if not sid or seconds is None:
             return ""
         try:
-            it = self._open(sid, _owner(owner, request))
+            # Read only: reopening the interview every second would end a pause and race the scorer.
+            row = self.rt.store.get(sid, owner=_owner(owner, request))
+            st = replay(row.plan, self.rt.store.events(sid))
         except InterviewerError:
             return ""
-        left = it.time_left()
-        if left is None:
+        if st.awaiting != "candidate" or st.asked_at is None or st.paused_at is not None:
             return ""
+        left = seconds - (time.time() - st.asked_at)
         return f"⏱ {int(left)} s left" if left >= 0 else f"⏱ {int(-left)} s over time"
 
     def list_sessions(self, owner: str | None, request: gr.Request) -> list[list[str]]:
