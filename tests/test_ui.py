@@ -219,3 +219,18 @@ def test_the_timer_tick_only_reads_a_paused_session(tmp_path):
     assert app.timer(sid, "browser:me", None) == ""  # the clock is stopped while paused
     assert rt.store.events(sid) == before and rt.store.get(sid).status == "paused"  # a tick writes nothing
     rt.close()
+
+
+def test_the_banner_calls_only_other_hosts_remote(tmp_path):
+    from ui.app import App
+
+    rt = Runtime(load_settings(content_dir=FIXTURE_CONTENT, data_dir=tmp_path))
+    port = ChatPort(ScriptedChatModel(), name="m")
+    for url, where in [
+        ("http://localhost:11434/v1", "on this machine"),  # Ollama's default address
+        ("http://[::1]:8000/v1", "on this machine"),
+        ("http://127.0.0.1:8080/v1", "on this machine"),
+        ("https://api.example.com/v1", "REMOTE"),
+    ]:
+        rt.set_model(port, ModelChoice(url, "m", "m", False))
+        assert where in App(rt).model_banner(), url

@@ -110,11 +110,9 @@ class App:
         if choice is None:
             where = self.rt.settings.base_url or "the embedded model (starting)"
             return f"**Model:** {where}"
-        local = (
-            "on this machine"
-            if choice.base_url.startswith("http://127.0.0.1")
-            else "REMOTE: answers leave this machine"
-        )
+        from interviewer.resume import _is_local_url  # the privacy note's test: the two must agree
+
+        local = "on this machine" if _is_local_url(choice.base_url) else "REMOTE: answers leave this machine"
         return f"**Model answering:** {choice.display_name} ({local})"
 
     def _coding(self, it: Interview | None) -> tuple[Any, Any, Any]:
