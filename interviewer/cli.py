@@ -395,7 +395,7 @@ def check(
     except OSError as e:
         _fail(InputError(f"cannot read {file}: {e.strerror}"), code=2)
     try:
-        verdict = checker.check(task, code)
+        verdict = checker.check(task, code, prewarm=False)  # one shot: no box to keep warm
     except InterviewerError as e:
         _fail(e, code=2)
     print(verdict.render_text())

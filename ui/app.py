@@ -133,6 +133,11 @@ class App:
             )
         language = "cpp" if task.language == "cpp" else ("python" if task.language == "python" else None)
         runs = it.state.code_runs.get(q.id) if it is not None and q is not None else None
+        if not runs and it is not None and it.level == 0:
+            # The task was just shown: start its sandbox in the background so "Run tests" finds it warm.
+            threading.Thread(
+                target=self._prepare, args=(task.id,), name=f"prepare-{task.id}", daemon=True
+            ).start()
         editor = (
             gr.update(language=language) if runs else gr.update(value=task.starter_code, language=language)
         )
@@ -141,6 +146,15 @@ class App:
             gr.update(value=f"**{task.title}** (`{task.id}`)\n\n{task.statement}"),
             editor,
         )
+
+    @staticmethod
+    def _prepare(task_id: str) -> None:
+        from interviewer import checker
+
+        try:
+            checker.prepare(task_id)
+        except InterviewerError as e:  # the run itself will report it with a verdict
+            log.info("could not pre-start the sandbox for %s: %s", task_id, e)
 
     # handlers ------------------------------------------------------------------------------------
     def start(
