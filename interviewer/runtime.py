@@ -52,11 +52,15 @@ class Runtime:
         self._retriever_lock = threading.Lock()
         self._retriever_failed: str | None = None
         self._scorer: Scorer | None = None
+        self._scorer_lock = threading.Lock()
         self.notices: list[str] = []  # degradations the UI and CLI should show once
 
     # content and store ---------------------------------------------------------------------------
+    # Built once, then read without the lock: model() holds it for minutes while the embedded model starts.
     @property
     def bank(self) -> Bank:
+        if self._bank is not None:
+            return self._bank
         with self._lock:
             if self._bank is None:
                 self._bank = load_bank(self.settings.content_dir)
@@ -64,6 +68,8 @@ class Runtime:
 
     @property
     def store(self) -> SessionStore:
+        if self._store is not None:
+            return self._store
         with self._lock:
             if self._store is None:
                 store = SessionStore(self.settings.db_path)
@@ -161,7 +167,7 @@ class Runtime:
             self._retriever_lock.release()
 
     def scorer(self) -> Scorer | None:
-        with self._lock:
+        with self._scorer_lock:  # not self._lock: reports must not wait for the model to start
             if self._scorer is None:
                 try:
                     from interviewer.scoring.scorer import RubricScorer

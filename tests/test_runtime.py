@@ -1,0 +1,41 @@
+"""Runtime: shared services stay usable while the model starts."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+
+from interviewer.config import load_settings
+from interviewer.runtime import Runtime
+
+from .conftest import FIXTURE_CONTENT
+
+
+def test_store_and_bank_do_not_wait_for_a_starting_model(tmp_path, monkeypatch):
+    rt = Runtime(load_settings(content_dir=FIXTURE_CONTENT, data_dir=tmp_path))
+    rt.store.check()
+    rt.bank  # noqa: B018 - built before the warm-up, as `launch` does
+    started = threading.Event()
+
+    def slow_start(progress):  # the embedded model's first start assembles weights for minutes
+        started.set()
+        time.sleep(3)
+        raise RuntimeError("not needed")
+
+    monkeypatch.setattr(rt, "_start_embedded", slow_start)
+    warm = threading.Thread(target=_swallow, args=(rt.model,))
+    warm.start()
+    assert started.wait(5)
+    t0 = time.perf_counter()
+    rt.store.list(owner="me")  # Past sessions, Report and Progress use these
+    assert rt.bank.questions
+    rt.scorer()  # a report scores what was answered but not scored yet
+    assert time.perf_counter() - t0 < 1.0
+    warm.join()
+    rt.close()
+
+
+def _swallow(fn) -> None:
+    with contextlib.suppress(RuntimeError):
+        fn()
