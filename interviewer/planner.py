@@ -97,7 +97,9 @@ def start(rt: Runtime, owner: str, choice: Choice) -> Interview:
     if choice.posting and choice.round is None:
         from interviewer.posting import plan_for_posting
 
-        steered_rounds, steered = plan_for_posting(ports.bank, choice.posting, choice.per_round, seed=choice.seed)
+        steered_rounds, steered = plan_for_posting(
+            ports.bank, choice.posting, choice.per_round, seed=choice.seed
+        )
         return Interview.start(ports, steered_rounds, question_ids=steered)
 
     rounds = STANDARD_ROUNDS if choice.round == FULL_LOOP else [str(choice.round)]
@@ -106,6 +108,15 @@ def start(rt: Runtime, owner: str, choice: Choice) -> Interview:
         from interviewer.report import next_plan
 
         qids = next_plan(ports.store, ports.bank, rounds, choice.per_round, owner=owner)
+    elif choice.posting:
+        # A round was picked too (the UI always has one): the posting steers the questions within it.
+        from interviewer.posting import analyze_posting, rank_questions
+
+        weights = analyze_posting(choice.posting).topic_weights
+        qids = []
+        for r in rounds:
+            chosen = rank_questions(ports.bank.by_round(r), weights, choice.seed)[: max(1, choice.per_round)]
+            qids.extend(q.id for q in sorted(chosen, key=lambda q: q.difficulty))
     return Interview.start(ports, rounds, per_round=choice.per_round, seed=choice.seed, question_ids=qids)
 
 

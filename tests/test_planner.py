@@ -70,3 +70,17 @@ def test_clarifying_question_is_answered_from_the_scenario_and_stored(rt):
     assert "clarified" in kinds and it.level == 0  # a clarification is not an answer
     with pytest.raises(InputError):
         planner.clarify(it, "   ")
+
+
+def test_a_posting_with_a_picked_round_steers_that_rounds_questions(rt):
+    # The UI's round dropdown always holds a round, so a pasted posting arrives together with one.
+    posting = "Senior engineer, TensorRT-LLM: INT8/FP8 quantization, CUDA kernels, C++17, latency"
+    for seed in range(3):
+        it = planner.start(
+            rt, "me", planner.Choice(round="inference-deep-dive", per_round=2, posting=posting, seed=seed)
+        )
+        assert set(it.state.plan) == {
+            "inference.quant.asymmetric-int8",
+            "inference.quant.per-channel-vs-per-layer",
+        }
+        assert it.state.rounds == ["inference-deep-dive"]  # the round picked stays the round asked
