@@ -370,6 +370,7 @@ class Interview:
             raise InputError("the interviewer is waiting for your answer to the current question")
         q = self.question
         if q is None:
+            self._score_pending()
             text = self._closing()
             self._append("ended", {"reason": "completed"})
             self.state.awaiting, self.state.end_reason = "done", "completed"
@@ -384,6 +385,8 @@ class Interview:
             text = self._opening(q)
             self._record_asked(q, 0, text, {"source": "authored"})
             yield text
+            # Score the previous question only now: the candidate already sees the next one.
+            self._score_pending()
             return
         yield from self._followup(q, self.state.level)
 
@@ -574,8 +577,7 @@ class Interview:
             self.state.level += 1
         else:
             self.state.idx += 1
-            self.state.level = 0
-            self._score(q)
+            self.state.level = 0  # the question is scored in advance(), once the next one is on screen
 
     def reply(self, text: str, mode: str = "typed") -> Iterator[str]:
         """Submit an answer and stream the interviewer's next message."""
