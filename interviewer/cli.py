@@ -160,7 +160,8 @@ def practice(
             f"[bold]Model:[/bold] {escape(rt.model_choice.display_name if rt.model_choice else 'none')}"
         )
         if resume:
-            it = planner.resume_session(rt, "local", resume)
+            # The terminal is the machine's owner: it may continue any session in this data dir, UI ones too.
+            it = planner.resume_session(rt, rt.store.get(resume).owner, resume)
         else:
             choice = planner.Choice(
                 round=(planner.FULL_LOOP if len(round_ids) > 1 else round_ids[0]) if round_ids else None,

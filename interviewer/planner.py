@@ -117,7 +117,13 @@ def start(rt: Runtime, owner: str, choice: Choice) -> Interview:
         for r in rounds:
             chosen = rank_questions(ports.bank.by_round(r), weights, choice.seed)[: max(1, choice.per_round)]
             qids.extend(q.id for q in sorted(chosen, key=lambda q: q.difficulty))
-    return Interview.start(ports, rounds, per_round=choice.per_round, seed=choice.seed, question_ids=qids)
+    it = Interview.start(ports, rounds, per_round=choice.per_round, seed=choice.seed, question_ids=qids)
+    if choice.resume_path is not None:
+        it.notice = (
+            "Your resume is used by the resume deep dive and by loops with a deep-dive round; "
+            "this round asks questions from the bank."
+        )
+    return it
 
 
 def resume_session(rt: Runtime, owner: str, session_id: str) -> Interview:

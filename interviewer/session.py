@@ -125,6 +125,16 @@ def _content_words(text: str) -> set[str]:
 
 
 MAX_FOLLOWUP_CHARS = 320
+_PROMPT_TAGS = re.compile(
+    r"<\s*/?\s*(candidate_answer|history|question|key_points|why_chain|reference_material)\s*>", re.I
+)
+
+
+def _defang(text: str) -> str:
+    """Candidate text cannot open or close the prompt's own sections (it stays readable for the model)."""
+    return _PROMPT_TAGS.sub("[tag]", text)
+
+
 _NARRATION = re.compile(r"^\W*(the )?(interviewer|candidate|assistant|user)\b", re.I)
 
 
@@ -203,6 +213,8 @@ def replay(plan: dict[str, Any], events: Sequence[Any]) -> State:
     )
     for ev in events:
         p = ev.payload
+        if st.awaiting == "done":
+            break  # an ended session stays ended, whatever a second writer appended later
         if ev.kind == "asked":
             st.turns.append(Turn("interviewer", p["text"], p["qid"], p["level"], p))
             st.level, st.awaiting, st.asked_at = p["level"], "candidate", ev.ts
@@ -519,10 +531,14 @@ class Interview:
             reference=reference,
         )
         turns = [t for t in self.state.turns if t.qid == q.id and not t.meta.get("clarify")]
+
+        def said(t: Turn) -> str:
+            return _defang(t.text) if t.role == "candidate" else t.text
+
         history_lines = [
-            f"{'Interviewer' if t.role == 'interviewer' else 'Candidate'}: {t.text}" for t in turns[:-1]
+            f"{'Interviewer' if t.role == 'interviewer' else 'Candidate'}: {said(t)}" for t in turns[:-1]
         ]
-        answer = turns[-1].text if turns and turns[-1].role == "candidate" else ""
+        answer = said(turns[-1]) if turns and turns[-1].role == "candidate" else ""
         human = prompts.render(
             "followup",
             answer=answer,

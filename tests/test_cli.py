@@ -170,3 +170,31 @@ def test_calibrate_command_on_a_small_sample_writes_nothing_with_no_write(tmp_pa
     out = tmp_path / "cal.json"
     written = runner.invoke(app, ["calibrate", "--csv", str(csv), "--folds", "3", "--output", str(out)])
     assert written.exit_code == 0 and out.stat().st_size > 100
+
+
+def test_the_terminal_can_continue_a_session_started_in_the_ui(tmp_path, monkeypatch):
+    monkeypatch.setenv("INTERVIEWER_CONTENT_DIR", str(FIXTURE_CONTENT))
+    from interviewer.content import load_bank
+    from interviewer.session import Interview, Ports
+    from interviewer.store import SessionStore
+
+    store = SessionStore(tmp_path / "sessions.sqlite3")
+    it = Interview.start(
+        Ports(bank=load_bank(FIXTURE_CONTENT), store=store, owner="browser:abc"), ["phone-screen"]
+    )
+    it.advance_all()
+    result = runner.invoke(
+        app,
+        [
+            "practice",
+            "--resume",
+            it.session_id,
+            "--data-dir",
+            str(tmp_path),
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+        ],
+        input="4.7x\n\n/end\n",
+    )
+    assert result.exit_code == 0, result.output
+    assert "Which assumption about the parallel part" in result.output

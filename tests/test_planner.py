@@ -84,3 +84,10 @@ def test_a_posting_with_a_picked_round_steers_that_rounds_questions(rt):
             "inference.quant.per-channel-vs-per-layer",
         }
         assert it.state.rounds == ["inference-deep-dive"]  # the round picked stays the round asked
+
+
+def test_a_resume_with_a_bank_round_says_it_is_not_used(rt, tmp_path):
+    cv = tmp_path / "cv.md"
+    cv.write_text(RESUME_MD)
+    it = planner.start(rt, "me", planner.Choice(round=Round.BEHAVIORAL.value, per_round=1, resume_path=cv))
+    assert it.notice and "resume deep dive" in it.notice

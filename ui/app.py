@@ -639,7 +639,14 @@ def launch(
             runtime.notices.append(str(e))
             say(f"model unavailable: {e}")
         runtime.retriever(progress=say)
-        runtime.scorer()
+        scorer = runtime.scorer()
+        try:  # load the embedding model now, not during the first candidate's first scored answer
+            from interviewer.embeddings import default_embedder
+
+            if scorer is not None:
+                default_embedder().embed(["warm up"])
+        except InterviewerError as e:
+            say(f"scoring model unavailable: {e}")
 
     threading.Thread(target=warm, name="warm-up", daemon=True).start()
     demo = build(runtime)
