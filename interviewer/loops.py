@@ -15,12 +15,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from interviewer.config import load_settings
 from interviewer.content import Bank, Question, Round
-from interviewer.content.loader import _describe
+from interviewer.content.loader import _describe, load_yaml_model
 from interviewer.deep_dive import DeepDiveKind, deep_dive_mix, deep_dive_questions
 from interviewer.errors import ContentError, InputError
 from interviewer.posting import analyze_posting, question_weight
@@ -93,18 +92,7 @@ def load_preset_file(path: Path) -> LoopPreset:
     Raises:
         ContentError: naming the file, the field and what was expected.
     """
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as e:
-        raise ContentError(f"{path}: not valid YAML ({e})") from e
-    except OSError as e:
-        raise ContentError(f"{path}: cannot read ({e.strerror})") from e
-    if not isinstance(data, dict):
-        raise ContentError(f"{path}: expected a mapping with id, name, description and rounds")
-    try:
-        preset = LoopPreset.model_validate(data)
-    except ValidationError as e:
-        raise ContentError(f"{path}: {_describe(e)}") from e
+    preset = load_yaml_model(path, LoopPreset, "id, name, description and rounds")
     if preset.id != path.stem:
         raise ContentError(
             f"{path}: field 'id' is '{preset.id}' but the file is '{path.name}'; make them match"

@@ -6,9 +6,10 @@ import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from interviewer.content.models import Question, Round
 from interviewer.errors import ContentError
@@ -22,11 +23,14 @@ def _describe(err: ValidationError) -> str:
     return "; ".join(parts)
 
 
-def load_question(path: Path) -> Question:
-    """Parse one rubric file.
+M = TypeVar("M", bound=BaseModel)
+
+
+def load_yaml_model(path: Path, model: type[M], expected: str) -> M:
+    """Parse one YAML file into ``model``.
 
     Raises:
-        ContentError: naming the file, the field and what was expected.
+        ContentError: naming the file, the field and what was expected (``expected`` describes the mapping).
     """
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
@@ -35,11 +39,20 @@ def load_question(path: Path) -> Question:
     except OSError as e:
         raise ContentError(f"{path}: cannot read ({e.strerror})") from e
     if not isinstance(data, dict):
-        raise ContentError(f"{path}: expected a mapping of rubric fields, got {type(data).__name__}")
+        raise ContentError(f"{path}: expected a mapping of {expected}, got {type(data).__name__}")
     try:
-        q = Question.model_validate(data)
+        return model.model_validate(data)
     except ValidationError as e:
         raise ContentError(f"{path}: {_describe(e)}") from e
+
+
+def load_question(path: Path) -> Question:
+    """Parse one rubric file.
+
+    Raises:
+        ContentError: naming the file, the field and what was expected.
+    """
+    q = load_yaml_model(path, Question, "rubric fields")
     if path.parent.name != q.round.value:
         raise ContentError(
             f"{path}: field 'round' is '{q.round.value}' but the file is under '{path.parent.name}/'; "
