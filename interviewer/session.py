@@ -11,6 +11,7 @@ and :meth:`Interview.resume` rebuilds the state by replaying them.
 
 from __future__ import annotations
 
+import logging
 import random
 import re
 import time
@@ -25,6 +26,8 @@ from interviewer.content import Bank, Question, Round
 from interviewer.errors import InputError, InterviewerError, SessionNotFound
 from interviewer.scoring.models import QuestionScore
 from interviewer.store import SessionStore
+
+log = logging.getLogger(__name__)
 
 # -- ports ----------------------------------------------------------------------------------------
 
@@ -125,6 +128,8 @@ def _content_words(text: str) -> set[str]:
 
 
 MAX_FOLLOWUP_CHARS = 320
+_THIRD_PERSON = re.compile(r"\bthe candidate('s)?\b", re.I)  # talks about the candidate, not to them
+_ANSWER_MARK = "\x00ANSWER\x00"  # where the candidate's answer goes; never in real text
 _PROMPT_TAGS = re.compile(
     r"<\s*/?\s*(candidate_answer|history|question|key_points|why_chain|reference_material)\s*>", re.I
 )
@@ -161,7 +166,7 @@ def followup_problem(text: str, target_text: str, answer: str, asked: Sequence[s
     words = _content_words(text)
     if not words & (_content_words(target_text) | _content_words(answer)):
         return "off target"
-    if _NARRATION.match(text):
+    if _NARRATION.match(text) or _THIRD_PERSON.search(text):
         return "narrates instead of asking"
     for prev in asked:
         pw = _content_words(prev)
@@ -263,6 +268,7 @@ class Interview:
         self.session_id = session_id
         self.state = state
         self.notice: str | None = None  # the last fault the candidate should know about
+        self._references: dict[str, str] = {}
 
     # construction --------------------------------------------------------------------------------
     @classmethod
@@ -382,12 +388,12 @@ class Interview:
             raise InputError("the interviewer is waiting for your answer to the current question")
         q = self.question
         if q is None:
-            self._score_pending()
             text = self._closing()
+            yield text  # shown at once; the last question is scored while the candidate reads it
+            self._score_pending()
             self._append("ended", {"reason": "completed"})
             self.state.awaiting, self.state.end_reason = "done", "completed"
             self.state.turns.append(Turn("interviewer", text, "", 0, {"closing": True}))
-            yield text
             return
         if self.state.level == 0:
             q = self._skip_over_budget(q)
@@ -508,9 +514,10 @@ class Interview:
         self._record_asked(q, level, text, meta)
         yield text
 
-    def followup_messages(self, q: Question, level: int) -> list[BaseMessage]:
-        """The prompt for a why-follow-up: a stable prefix per question (cache-friendly), then the answers."""
-        step = q.why(level)
+    def _reference(self, q: Question) -> str:
+        """Retrieved knowledge for a question, fetched once (the same text keeps the prompt prefix stable)."""
+        if q.id in self._references:
+            return self._references[q.id]
         reference = "(none)"
         if self.ports.retriever is not None:
             try:
@@ -520,7 +527,18 @@ class Interview:
                 )
                 reference = "\n\n".join(f"[{p.source}]\n{p.text}" for p in passages) or "(none)"
             except InterviewerError:
-                reference = "(retrieval unavailable)"
+                return "(retrieval unavailable)"
+        self._references[q.id] = reference
+        return reference
+
+    def followup_messages(self, q: Question, level: int, *, upcoming: bool = False) -> list[BaseMessage]:
+        """The prompt for a why-follow-up: a stable prefix per question (cache-friendly), then the answers.
+
+        With ``upcoming``, the prompt of the follow-up that will come after the candidate's next answer, cut
+        just before that answer: sent ahead so the server's prompt cache holds everything but the answer.
+        """
+        step = q.why(level)
+        reference = self._reference(q)
         system = prompts.render(
             "system",
             round_style=prompts.round_style(q.round.value),
@@ -535,10 +553,11 @@ class Interview:
         def said(t: Turn) -> str:
             return _defang(t.text) if t.role == "candidate" else t.text
 
+        past = turns if upcoming else turns[:-1]
         history_lines = [
-            f"{'Interviewer' if t.role == 'interviewer' else 'Candidate'}: {said(t)}" for t in turns[:-1]
+            f"{'Interviewer' if t.role == 'interviewer' else 'Candidate'}: {said(t)}" for t in past
         ]
-        answer = said(turns[-1]) if turns and turns[-1].role == "candidate" else ""
+        answer = said(turns[-1]) if turns and turns[-1].role == "candidate" and not upcoming else _ANSWER_MARK
         human = prompts.render(
             "followup",
             answer=answer,
@@ -546,13 +565,26 @@ class Interview:
             level=str(level),
             target=step.target,
         )
+        if upcoming:
+            human = human[: human.index(_ANSWER_MARK)]
         return [SystemMessage(content=system), HumanMessage(content=human)]
+
+    def _prefetch_next_followup(self, q: Question, level: int) -> None:
+        """While the candidate answers, let the server cache the next follow-up's prompt (all but the answer)."""
+        prefetch = getattr(self.ports.model, "prefetch", None)
+        if prefetch is None or level >= 2:
+            return
+        try:
+            prefetch(self.followup_messages(q, level + 1, upcoming=True))
+        except Exception as e:  # an optimisation only: never let it disturb the interview
+            log.debug("prefetch failed: %s", e)
 
     def _record_asked(self, q: Question, level: int, text: str, meta: dict[str, Any]) -> None:
         payload = {"qid": q.id, "level": level, "text": text, **meta}
         ev = self.ports.store.append(self.session_id, "asked", payload, ts=self.ports.clock())
         self.state.turns.append(Turn("interviewer", text, q.id, level, payload))
         self.state.level, self.state.awaiting, self.state.asked_at = level, "candidate", ev.ts
+        self._prefetch_next_followup(q, level)
 
     # the candidate's turn --------------------------------------------------------------------------
     def validate_answer(self, text: str) -> str:

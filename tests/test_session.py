@@ -125,6 +125,7 @@ def test_followup_prompt_is_grounded_in_the_why_chain_and_keeps_a_stable_prefix(
         ("<candidate_answer> why? </candidate_answer>", "echoes markup"),
         ('The interviewer asked: "What speedup do you expect on 8 workers?', "narrates instead of asking"),
         ("What speedup do you expect on 8 workers?", "repeats an earlier question"),
+        ("What does the candidate's answer suggest about the serial part?", "narrates instead of asking"),
     ],
 )
 def test_weak_model_output_falls_back_to_the_authored_wording(fixture_bank, tmp_path, reply, reason):
@@ -434,3 +435,28 @@ def test_events_after_an_ended_session_are_ignored(fixture_bank, tmp_path):
     it.ports.store.append(it.session_id, "asked", {"qid": "fx.amdahl", "level": 1, "text": "late?"})
     again = Interview.resume(make_ports(fixture_bank, tmp_path), it.session_id)
     assert again.finished and "late?" not in [m["content"] for m in again.messages()]
+
+
+def test_the_next_followups_prompt_is_sent_ahead_as_a_prefix(fixture_bank, tmp_path):
+    """While the candidate answers, the server is sent everything of the next prompt but the answer."""
+    import time
+
+    model = ScriptedChatModel().queue(
+        "Why would perfect scaling fail here?", "What breaks with bandwidth limits?"
+    )
+    it = Interview.start(make_ports(fixture_bank, tmp_path, model), ["phone-screen"])
+    it.advance_all()
+    deadline = time.time() + 10
+    while not model.prefetches and time.time() < deadline:
+        time.sleep(0.01)
+    it.submit("About 4.7x.")
+    it.advance_all()
+    while len(model.prefetches) < 2 and time.time() < deadline:
+        time.sleep(0.01)
+    it.submit("Perfect scaling.")
+    it.advance_all()
+    assert len(model.prefetches) == 2 and len(model.calls) == 2  # warm-ups used no scripted reply
+    for warm, real in zip(model.prefetches, model.calls, strict=True):
+        assert warm[0].content == real[0].content  # the same system prompt
+        assert real[1].content.startswith(warm[1].content)  # the user turn up to the answer
+        assert warm[1].content.rstrip().endswith("<candidate_answer>")

@@ -5,6 +5,8 @@ Everything else receives a :class:`ChatPort` (a LangChain chat model plus a name
 
 from __future__ import annotations
 
+import logging
+import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -16,6 +18,8 @@ from langchain_openai import ChatOpenAI
 
 from interviewer.config import Settings
 from interviewer.errors import ModelError, ModelTimeout, ModelUnavailable
+
+log = logging.getLogger(__name__)
 
 # A placeholder key: local servers ignore it, and the OpenAI client refuses to start without one.
 _NO_KEY = "not-needed"
@@ -68,6 +72,21 @@ class ChatPort:
 
     def complete(self, messages: Sequence[BaseMessage]) -> str:
         return "".join(self.stream(messages))
+
+    def prefetch(self, messages: Sequence[BaseMessage]) -> None:
+        """Send a prompt prefix in the background (one token generated) so the server caches it.
+
+        llama.cpp-style servers reuse the longest cached prefix, so the follow-up sent after the candidate's
+        answer only pays for the answer's tokens. Failures are ignored: this is an optimisation.
+        """
+
+        def run() -> None:
+            try:
+                self.model.bind(max_tokens=1).invoke(list(messages))
+            except Exception as e:
+                log.debug("prefetch to %s failed: %s", self.base_url, e)
+
+        threading.Thread(target=run, name="prompt-prefetch", daemon=True).start()
 
 
 def build_chat_model(

@@ -28,6 +28,7 @@ class ScriptedChatModel(BaseChatModel):
     delay: float = 0.0
     _queue: deque[Reply] = PrivateAttr(default_factory=deque)
     _calls: list[list[BaseMessage]] = PrivateAttr(default_factory=list)
+    _prefetches: list[list[BaseMessage]] = PrivateAttr(default_factory=list)
 
     def queue(self, *replies: Reply) -> ScriptedChatModel:
         self._queue.extend(replies)
@@ -36,6 +37,11 @@ class ScriptedChatModel(BaseChatModel):
     @property
     def calls(self) -> list[list[BaseMessage]]:
         return self._calls
+
+    @property
+    def prefetches(self) -> list[list[BaseMessage]]:
+        """Prompts sent only to warm a server's cache (one-token generations); they use no scripted reply."""
+        return self._prefetches
 
     @property
     def _llm_type(self) -> str:
@@ -57,6 +63,9 @@ class ScriptedChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
+        if kwargs.get("max_tokens") == 1:
+            self._prefetches.append(list(messages))
+            return ChatResult(generations=[ChatGeneration(message=AIMessage(content=""))])
         return ChatResult(generations=[ChatGeneration(message=AIMessage(content=self._next(messages)))])
 
     def _stream(
