@@ -423,6 +423,9 @@ def _bwrap_cmd(
         "ALL",
     ]
     cmd += ["--disable-userns"] if _bwrap_has("--disable-userns") else []
+    # /tmp first: a checkout or venv that lives under /tmp (CI clones often do) is bound on top of it below,
+    # instead of being hidden by it.
+    cmd += ["--proc", "/proc", "--dev", "/dev", "--size", str(64 * _MiB), "--tmpfs", "/tmp"]
     for src, dest in binds:
         cmd += ["--ro-bind", src, dest]
     for hidden in _masked_paths([dest for _, dest in binds]):
@@ -435,7 +438,6 @@ def _bwrap_cmd(
     ):
         if os.path.islink(link):
             cmd += ["--symlink", target, link]
-    cmd += ["--proc", "/proc", "--dev", "/dev", "--size", str(64 * _MiB), "--tmpfs", "/tmp"]
     cmd += ["--bind", box, BOX, "--chdir", BOX, "--hostname", "box"]
     cmd += ["--clearenv", *_env_args()]
     cmd += ["--seccomp", seccomp_fd, "--", *argv]
