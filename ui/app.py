@@ -39,6 +39,7 @@ def _loop_choices() -> list[tuple[str, str]]:
 
 
 Chat = list[dict[str, str]]
+END_WAIT_SECONDS = 120.0  # End round waits this long for a reply (and its scoring) that is still running
 BUSY = "the interviewer is still on your last message: wait for it to finish, then try again"
 
 
@@ -66,14 +67,18 @@ class App:
 
     # helpers -------------------------------------------------------------------------------------
     @contextmanager
-    def _exclusive(self, sid: str | None) -> Iterator[bool]:
-        """One turn at a time per session: Send twice (Enter + click, two tabs) must not answer twice."""
+    def _exclusive(self, sid: str | None, wait: float = 0.0) -> Iterator[bool]:
+        """One turn at a time per session: Send twice (Enter + click, two tabs) must not answer twice.
+
+        ``wait``: how long to wait for the turn in flight (End round waits for the reply and its scoring).
+        """
         if not sid:
             yield True
             return
         with self._locks_guard:
             lock = self._locks.setdefault(sid, threading.Lock())
-        if not lock.acquire(blocking=False):
+        acquired = lock.acquire(timeout=wait) if wait > 0 else lock.acquire(blocking=False)
+        if not acquired:
             yield False
             return
         try:
@@ -421,7 +426,7 @@ class App:
 
     def end_round(self, sid: str | None, owner: str | None, request: gr.Request) -> tuple[Chat, str]:
         owner = _owner(owner, request)
-        with self._exclusive(sid) as ok:
+        with self._exclusive(sid, wait=END_WAIT_SECONDS) as ok:
             if not ok:  # ending mid-stream would let the streamed question land after the end
                 raise gr.Error(BUSY)
             try:
