@@ -188,7 +188,9 @@ def plan_for_posting(
     profile = analyze_posting(posting)
     present = set(bank.rounds())
     weights = {r: w for r, w in profile.round_weights.items() if w >= ROUND_THRESHOLD}
-    rounds: list[Round] = [r for r in LOOP_ORDER if r.value in weights and r in present and r is not Round.DEEP_DIVE]
+    rounds: list[Round] = [
+        r for r in LOOP_ORDER if r.value in weights and r in present and r is not Round.DEEP_DIVE
+    ]
     if not rounds:
         rounds = [r for r in DEFAULT_ROUNDS if r in present]
     heaviest = max(rounds, key=lambda r: weights.get(r.value, 0.0))
