@@ -460,3 +460,20 @@ def test_the_next_followups_prompt_is_sent_ahead_as_a_prefix(fixture_bank, tmp_p
         assert warm[0].content == real[0].content  # the same system prompt
         assert real[1].content.startswith(warm[1].content)  # the user turn up to the answer
         assert warm[1].content.rstrip().endswith("<candidate_answer>")
+
+
+def test_prompt_warming_is_only_for_servers_on_this_machine():
+    from interviewer.config import load_settings
+    from interviewer.llm.client import build_port, is_local
+
+    assert (
+        is_local("http://127.0.0.1:8080/v1")
+        and is_local("http://localhost:11434/v1")
+        and is_local("http://[::1]:8000/v1")
+    )
+    assert not is_local("https://api.openai.com/v1") and not is_local("http://10.0.0.5:8000/v1")
+    s = load_settings()
+    assert build_port(s, base_url="http://127.0.0.1:1/v1", model="m").warm_cache
+    remote = build_port(s, base_url="https://api.example.com/v1", model="m")
+    assert not remote.warm_cache
+    remote.prefetch([])  # a no-op: nothing is sent to a paid API

@@ -60,6 +60,9 @@ class ChatPort:
     model: BaseChatModel
     name: str
     base_url: str = "(in-process)"
+    warm_cache: bool = (
+        True  # send prompt prefixes ahead (worth it on local servers; costs money on paid APIs)
+    )
 
     def stream(self, messages: Sequence[BaseMessage]) -> Iterator[str]:
         try:
@@ -79,6 +82,9 @@ class ChatPort:
         llama.cpp-style servers reuse the longest cached prefix, so the follow-up sent after the candidate's
         answer only pays for the answer's tokens. Failures are ignored: this is an optimisation.
         """
+
+        if not self.warm_cache:
+            return
 
         def run() -> None:
             try:
@@ -119,6 +125,20 @@ def build_chat_model(
     )
 
 
+def is_local(base_url: str) -> bool:
+    """Whether a server runs on this machine (loopback), where warming its prompt cache costs nothing."""
+    import ipaddress
+    from urllib.parse import urlparse
+
+    host = urlparse(base_url).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def build_port(
     settings: Settings, *, base_url: str, model: str, display_name: str | None = None, keepalive: bool = True
 ) -> ChatPort:
@@ -126,6 +146,7 @@ def build_port(
         model=build_chat_model(settings, base_url=base_url, model=model, keepalive=keepalive),
         name=display_name or f"{model} @ {base_url}",
         base_url=base_url,
+        warm_cache=is_local(base_url),
     )
 
 
