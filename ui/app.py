@@ -643,15 +643,15 @@ def launch(
         except InterviewerError as e:
             runtime.notices.append(str(e))
             say(f"model unavailable: {e}")
-        runtime.retriever(progress=say)
         scorer = runtime.scorer()
-        try:  # load the embedding model now, not during the first candidate's first scored answer
+        try:  # the embedding model next: the first scored answer needs it; an index build may take minutes
             from interviewer.embeddings import default_embedder
 
             if scorer is not None:
                 default_embedder().embed(["warm up"])
         except InterviewerError as e:
             say(f"scoring model unavailable: {e}")
+        runtime.retriever(progress=say)
 
     threading.Thread(target=warm, name="warm-up", daemon=True).start()
     demo = build(runtime)
