@@ -132,3 +132,13 @@ def test_freeing_the_job_too_early_is_a_use_after_free(sandbox: Sandbox) -> None
     failed = _failed(v)
     assert "heap-use-after-free" in failed[ASAN], v.render_text()
     assert "not all tests ran" in failed["results"]
+
+
+def test_long_batches_travel_as_a_rule_the_driver_expands() -> None:
+    g = D.Generated(5, 15_999, 3)
+    assert D._batch_line(g) == "g 5 15999 3"
+    # value i is ((a + i*b) mod 16000 - 8000) / 8, the same formula the driver uses
+    assert g.values().tolist() == [999.875, -999.75, -999.375, -999.0, -998.625]
+    count, total, lo, hi, mean = D.expected([[1.0, 2.0], g])
+    assert (count, lo, hi) == (7, -999.75, 999.875)
+    assert total == 3.0 + sum(g.values().tolist()) and mean == total / 7

@@ -54,6 +54,8 @@ ASAN_ENV = {
     "UBSAN_OPTIONS": "halt_on_error=1:print_stacktrace=1:exitcode=88",
 }
 TSAN_ENV = {"TSAN_OPTIONS": "halt_on_error=1:exitcode=89:second_deadlock_stack=1"}
+LONG_BATCHES = 16
+LONG_BATCH = 60_000
 RUN_LIMITS = Limits(cpu_seconds=10.0, wall_seconds=20.0, memory_mb=2048, address_space_limit=False)
 
 
@@ -120,41 +122,74 @@ def split_submission(code: str, allowed: set[str]) -> dict[str, str]:
     return out
 
 
-def _batches(rng: np.random.Generator) -> list[tuple[int, list[list[float]]]]:
+# Long batches are expanded by the driver (a few numbers on the input line instead of a megabyte of text):
+# value i is ((a + i*b) mod GEN_MOD - GEN_MOD/2) / 8, a multiple of 1/8 in [-1000, 1000).
+GEN_MOD = 16000
+
+
+@dataclass(frozen=True)
+class Generated:
+    """A batch of ``n`` values the driver generates from ``a`` and ``b`` (see GEN_MOD)."""
+
+    n: int
+    a: int
+    b: int
+
+    def values(self) -> np.ndarray:
+        i = np.arange(self.n, dtype=np.int64)
+        return ((self.a + i * self.b) % GEN_MOD - GEN_MOD // 2) / 8.0
+
+
+Batch = list[float] | Generated
+Scenario = tuple[int, list[Batch]]
+
+
+def _batches(rng: np.random.Generator) -> list[Scenario]:
     """Scenarios (workers, batches). Values are multiples of 1/8, so every sum is exact in any order."""
 
     def batch(lo: int, hi: int, n: int) -> list[float]:
         return [float(v) / 8 for v in rng.integers(lo * 8, hi * 8, size=n)]
 
-    many = [batch(-1000, 1000, int(rng.integers(0, 40))) for _ in range(300)]
+    def generated(n: int) -> Generated:
+        return Generated(n, int(rng.integers(0, GEN_MOD)), int(rng.integers(1, GEN_MOD)))
+
+    many: list[Batch] = [batch(-1000, 1000, int(rng.integers(0, 40))) for _ in range(300)]
     many[int(rng.integers(0, 300))] = batch(1, 5, 3)  # at least one non-empty batch
     return [
         (1, [batch(1, 100, 20)]),  # one positive batch, one worker
         (2, [batch(-500, -1, 30) for _ in range(6)]),  # all negative: the maximum is negative
         (4, many),  # many small batches, some empty, over four workers
-        (3, [batch(-50, 50, 1) for _ in range(40)] + [[]]),
-        # Long batches keep the workers busy at the same time, so ThreadSanitizer sees their accesses overlap.
-        (4, [batch(-1000, 1000, 4000) for _ in range(32)]),
+        (3, [*(batch(-50, 50, 1) for _ in range(40)), []]),
+        # Long batches keep the workers busy for many scheduler time slices, so even on a loaded machine
+        # the workers are preempted mid-batch and ThreadSanitizer sees their unsynchronised merges overlap.
+        (4, [generated(LONG_BATCH) for _ in range(LONG_BATCHES)]),
     ]
 
 
-def expected(batches: list[list[float]]) -> tuple[int, float, float, float, float]:
+def expected(batches: list[Batch]) -> tuple[int, float, float, float, float]:
     """count, sum, min, max, mean as the project should report them."""
-    values = [v for b in batches for v in b]
-    total = float(sum(values))
-    return len(values), total, min(values), max(values), total / len(values)
+    parts = [b.values() if isinstance(b, Generated) else np.asarray(b, dtype=np.float64) for b in batches]
+    values = np.concatenate(parts) if parts else np.zeros(0)
+    total = float(values.sum())  # exact: every partial sum is a multiple of 1/8 far below 2**50
+    return len(values), total, float(values.min()), float(values.max()), total / len(values)
 
 
-def _input(nonce: int, scenarios: list[tuple[int, list[list[float]]]]) -> str:
+def _batch_line(b: Batch) -> str:
+    if isinstance(b, Generated):
+        return f"g {b.n} {b.a} {b.b}"
+    return " ".join([str(len(b)), *(repr(v) for v in b)])
+
+
+def _input(nonce: int, scenarios: list[Scenario]) -> str:
     lines = [f"{nonce} {len(scenarios)}"]
     for workers, batches in scenarios:
         lines.append(f"{workers} {len(batches)}")
-        lines += [" ".join([str(len(b)), *(repr(v) for v in b)]) for b in batches]
+        lines += [_batch_line(b) for b in batches]
     return "\n".join(lines) + "\n"
 
 
 def _check_summaries(
-    stdout: str, nonce: int, scenarios: list[tuple[int, list[list[float]]]], stopped_by: str | None = None
+    stdout: str, nonce: int, scenarios: list[Scenario], stopped_by: str | None = None
 ) -> str | None:
     """None when every summary is right and the run reached its end marker, else the first problem.
 

@@ -1,6 +1,8 @@
 // Hidden driver for cpp-debug-project: runs the pipeline on the grader's batches and prints the summaries.
 // It judges nothing; the grader recomputes every summary itself.
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <vector>
 
 #include "pool.hpp"
@@ -22,8 +24,20 @@ int main(int argc, char** argv) {
         if (std::fscanf(in, "%d %zu", &workers, &n_batches) != 2) return 2;
         std::vector<std::vector<double>> batches(n_batches);
         for (auto& batch : batches) {
-            std::size_t n = 0;
-            if (std::fscanf(in, "%zu", &n) != 1) return 2;
+            char head[32];
+            if (std::fscanf(in, "%31s", head) != 1) return 2;
+            if (std::strcmp(head, "g") == 0) {
+                // A long batch given as a rule: value i is ((a + i*b) mod 16000 - 8000) / 8.
+                long long n = 0, a = 0, b = 0;
+                if (std::fscanf(in, "%lld %lld %lld", &n, &a, &b) != 3 || n < 0) return 2;
+                batch.resize(static_cast<std::size_t>(n));
+                for (long long i = 0; i < n; ++i)
+                    batch[static_cast<std::size_t>(i)] = static_cast<double>((a + i * b) % 16000 - 8000) / 8.0;
+                continue;
+            }
+            char* end = nullptr;
+            const unsigned long long n = std::strtoull(head, &end, 10);
+            if (*end != '\0') return 2;
             batch.resize(n);
             for (double& v : batch)
                 if (std::fscanf(in, "%lf", &v) != 1) return 2;
