@@ -53,7 +53,8 @@ class Runtime:
         self._retriever_failed: str | None = None
         self._scorer: Scorer | None = None
         self._scorer_lock = threading.Lock()
-        self.notices: list[str] = []  # degradations the UI and CLI should show once
+        self._scorer_failed: str | None = None
+        self._model_failed: str | None = None  # the last model fault; cleared when a model answers
 
     # content and store ---------------------------------------------------------------------------
     # Built once, then read without the lock: model() holds it for minutes while the embedded model starts.
@@ -135,6 +136,7 @@ class Runtime:
             else:
                 port, choice = self._start_embedded(None)
             self._port, self._choice = port, choice
+            self._model_failed = None
             return choice
 
     # retrieval and scoring -----------------------------------------------------------------------
@@ -160,7 +162,6 @@ class Runtime:
                     self._retriever = retriever
                 except (InterviewerError, ImportError) as e:
                     self._retriever_failed = str(e)
-                    self.notices.append(f"Retrieval is off: {e}")
                     log.warning("retrieval unavailable: %s", e)
             return self._retriever
         finally:
@@ -176,19 +177,31 @@ class Runtime:
                     # coverage): fast enough not to hold up the next question on a 2-core laptop.
                     self._scorer = RubricScorer()
                 except (InterviewerError, ImportError) as e:
-                    self.notices.append(f"Scoring is off: {e}")
+                    self._scorer_failed = str(e)
                     log.warning("scoring unavailable: %s", e)
             return self._scorer
 
     def model_or_none(self, progress: Progress | None = None) -> ChatPort | None:
         """The model, or None with a notice when no server answers (follow-ups then use authored wording)."""
         try:
-            return self.model(progress)
-        except ModelError as e:
-            notice = f"{e}. Follow-ups use the authored wording until a model answers."
-            if notice not in self.notices:
-                self.notices.append(notice)
+            port = self.model(progress)
+        except InterviewerError as e:  # a model fault, or a bad model configuration
+            self._model_failed = str(e)
             return None
+        self._model_failed = None
+        return port
+
+    @property
+    def notices(self) -> list[str]:
+        """What is degraded right now, for every candidate of this process (a state, not a one-off message)."""
+        out = []
+        if self._model_failed:
+            out.append(f"{self._model_failed}. Follow-ups use the authored wording until a model answers.")
+        if self._retriever_failed:
+            out.append(f"Retrieval is off: {self._retriever_failed}")
+        if self._scorer_failed:
+            out.append(f"Scoring is off: {self._scorer_failed}")
+        return out
 
     def ports(self, owner: str, *, with_model: bool = True) -> Ports:
         """Ports for one candidate's interview. Model faults do not stop it: follow-ups fall back."""

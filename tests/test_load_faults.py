@@ -7,6 +7,7 @@ Chroma folder is named with the way out and never replaced; sessions stay privat
 
 from __future__ import annotations
 
+import socket
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -24,7 +25,7 @@ from interviewer.runtime import ModelChoice, Runtime
 from interviewer.store import SessionStore
 from tests.support.app_process import AppProcess, free_port
 from tests.support.candidates import run_many, stored_answers, text_of, transcript_problems
-from ui.app import build
+from ui.app import App, build
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -322,3 +323,22 @@ def test_candidate_markup_is_escaped_for_the_chat() -> None:
         {"role": "assistant", "content": "**Question 1**"},
         {"role": "user", "content": "&lt;script&gt;alert(1)&lt;/script&gt; a &lt; b &amp; c"},
     ]
+
+
+def test_a_degradation_shows_to_every_candidate_until_it_is_fixed(
+    tmp_path: Path, standin: StandinServer
+) -> None:
+    """Regression: the model-down notice was shown once, to whichever candidate asked first, then cleared."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}/v1"
+    rt = Runtime(load_settings(data_dir=tmp_path, base_url=dead, timeout=4.0))
+    try:
+        assert rt.model_or_none() is None
+        first, second = App(rt), App(rt)
+        for app in (first, second, first):
+            assert "Follow-ups use the authored wording" in app._status(None)
+        rt.switch_model(standin.base_url, None, "standin")  # the settings panel points at a live server
+        assert rt.notices == [] and "⚠" not in first._status(None)
+    finally:
+        rt.close()

@@ -101,9 +101,7 @@ class App:
                 q = it.question
                 level = ["main question", "why, level 1", "why, level 2"][it.level]
                 parts.append(f"Question {n}/{total} ({q.round.title if q else ''}) · {level}")
-        for notice in self.rt.notices:
-            parts.append(f"⚠ {notice}")
-        self.rt.notices.clear()
+        parts += [f"⚠ {notice}" for notice in self.rt.notices]  # shown to every candidate while it lasts
         if it is not None and it.notice:
             parts.append(f"⚠ {it.notice}")
         if extra:
@@ -637,12 +635,8 @@ def launch(
     say = progress or (lambda m: None)
 
     def warm() -> None:
-        try:
-            port = runtime.model(progress=say)
-            say(f"model ready: {port.name}")
-        except InterviewerError as e:
-            runtime.notices.append(str(e))
-            say(f"model unavailable: {e}")
+        port = runtime.model_or_none(progress=say)
+        say(f"model ready: {port.name}" if port else f"model unavailable: {' '.join(runtime.notices)}")
         scorer = runtime.scorer()
         try:  # the embedding model next: the first scored answer needs it; an index build may take minutes
             from interviewer.embeddings import default_embedder
