@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import platformdirs
-from pydantic import AliasChoices, Field, field_validator
+from pydantic import AliasChoices, Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from interviewer.errors import ConfigError
@@ -62,6 +62,8 @@ class Settings(BaseSettings):
     stt_model: Literal["tiny.en", "base"] = "tiny.en"  # local Whisper; base is slower and more accurate
     tts_engine: Literal["auto", "piper", "espeak"] = "auto"  # auto: piper, else espeak-ng
     max_audio_seconds: int = Field(default=300, gt=0)  # longest spoken answer accepted
+    # Coding checks: "strict" (bubblewrap, seccomp, cgroup) or "weak" (your own user, at your own risk).
+    sandbox: Literal["strict", "weak"] = "strict"
 
     @field_validator("base_url", "chroma_url", "audio_base_url")
     @classmethod
@@ -91,5 +93,16 @@ def load_settings(**overrides: Any) -> Settings:
     given = {k: v for k, v in overrides.items() if v is not None}
     try:
         return Settings(**given)
-    except ValueError as e:
-        raise ConfigError(f"invalid setting: {e}") from e
+    except ValidationError as e:
+        raise ConfigError("invalid setting: " + "; ".join(_describe(err) for err in e.errors())) from e
+
+
+def _describe(err: Any) -> str:
+    """One validation error as the user set it: the variable's name, what is wrong, what was given."""
+    loc = str(err["loc"][0]) if err["loc"] else "?"
+    names = [loc if loc.isupper() else f"INTERVIEWER_{loc.upper()}"]
+    for info in Settings.model_fields.values():  # an aliased field: name every variable that sets it
+        if isinstance(info.validation_alias, AliasChoices) and loc in info.validation_alias.choices:
+            names = [str(c) for c in info.validation_alias.choices]
+    msg = str(err["msg"]).removeprefix("Value error, ")
+    return f"{' or '.join(names)}: {msg} (got {err['input']!r})"

@@ -6,7 +6,6 @@ Public API used by the CLI and the UI: :func:`list_tasks`, :func:`get_task`, :fu
 from __future__ import annotations
 
 import importlib
-import os
 import time
 from pathlib import Path
 
@@ -15,7 +14,7 @@ from pydantic import ValidationError
 
 from interviewer.checker.models import TaskInfo, TestResult, Verdict
 from interviewer.checker.sandbox import Limits, RunResult, Sandbox
-from interviewer.errors import CheckerError, ContentError, InputError
+from interviewer.errors import CheckerError, ConfigError, ContentError, InputError
 
 __all__ = [
     "Limits",
@@ -84,11 +83,14 @@ _SANDBOXES: dict[str, Sandbox] = {}
 
 def default_sandbox() -> Sandbox:
     """Strict unless the user opted into ``INTERVIEWER_SANDBOX=weak``; one per mode, so warm boxes are reused."""
-    mode = os.environ.get("INTERVIEWER_SANDBOX", "strict").strip().lower()
-    if mode not in ("strict", "weak"):
-        raise CheckerError(f"INTERVIEWER_SANDBOX is '{mode}'; use 'strict' (default) or 'weak'")
+    from interviewer.config import load_settings
+
+    try:
+        mode = load_settings().sandbox
+    except ConfigError as e:
+        raise CheckerError(str(e)) from e  # names the bad variable, e.g. INTERVIEWER_SANDBOX=off
     if mode not in _SANDBOXES:
-        _SANDBOXES[mode] = Sandbox(mode="weak" if mode == "weak" else "strict")
+        _SANDBOXES[mode] = Sandbox(mode=mode)
     return _SANDBOXES[mode]
 
 

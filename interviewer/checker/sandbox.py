@@ -607,7 +607,7 @@ class Sandbox:
     ) -> RunResult:
         with tempfile.TemporaryDirectory(prefix="interviewer-weak-") as box:
             _write_files(box, {**files, ".go": b""}, None)
-            env = dict(os.environ) | {"HOME": box, "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "2"}
+            env = _weak_env(box)
             result = _supervise(list(argv), limits, [], None, cwd=box, env=env)
             files_out = _collect(box, collect, limits)
         return _with_files(result, files_out)
@@ -638,6 +638,20 @@ def _env_args() -> list[str]:
     for k, v in env.items():
         args += ["--setenv", k, v]
     return args
+
+
+def _weak_env(box: str) -> dict[str, str]:
+    """The weak box's environment: the tools' search paths, never the host's secrets (API keys, tokens)."""
+    keep = ("PATH", "LD_LIBRARY_PATH", "LANG", "LC_ALL", "TZ")
+    env = {k: os.environ[k] for k in keep if k in os.environ}
+    return env | {
+        "HOME": box,
+        "TMPDIR": box,
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONHASHSEED": "0",
+        "OMP_NUM_THREADS": "2",
+        "MKL_NUM_THREADS": "2",
+    }
 
 
 def _nobody_can_reach(path: str) -> bool:

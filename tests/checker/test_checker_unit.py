@@ -146,7 +146,9 @@ def test_bad_sandbox_mode_env(monkeypatch: pytest.MonkeyPatch) -> None:
     from interviewer.checker import default_sandbox
 
     monkeypatch.setenv("INTERVIEWER_SANDBOX", "off")
-    with pytest.raises(CheckerError, match="strict"):
+    with pytest.raises(
+        CheckerError, match=r"INTERVIEWER_SANDBOX: Input should be .strict. or .weak. \(got .off.\)"
+    ):
         default_sandbox()
 
 
@@ -174,3 +176,24 @@ def test_weak_mode_still_caps_the_box_disk_and_time(monkeypatch: pytest.MonkeyPa
     assert r.killed_reason and r.killed_reason.startswith("disk limit"), r
     r = sb.run({"a.py": "import time\ntime.sleep(30)\n"}, [sys.executable, "a.py"], Limits(wall_seconds=1))
     assert r.timed_out and r.killed_reason == "wall-clock limit 1 s"
+
+
+def test_weak_mode_does_not_hand_the_hosts_secrets_to_the_code(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-secret")
+    monkeypatch.setenv("INTERVIEWER_API_KEY", "sk-other")
+    sb = Sandbox("weak")
+    monkeypatch.setattr(sb, "status", lambda: (False, "test"))
+    r = sb.run({"a.py": "import os\nprint(sorted(os.environ))\n"}, [sys.executable, "a.py"])
+    assert r.returncode == 0, r
+    assert "PATH" in r.stdout and "API_KEY" not in r.stdout
+
+
+def test_sandbox_mode_comes_from_the_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    from interviewer.checker import default_sandbox
+
+    monkeypatch.setenv("INTERVIEWER_SANDBOX", "weak")
+    assert default_sandbox().mode == "weak"
+    monkeypatch.setenv("INTERVIEWER_SANDBOX", "strict")
+    assert default_sandbox().mode == "strict"
