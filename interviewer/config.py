@@ -49,6 +49,7 @@ class Settings(BaseSettings):
     data_dir: Path = Field(default_factory=lambda: Path(platformdirs.user_data_dir("interviewer")))
     content_dir: Path = Field(default_factory=_default_content_dir)
     chroma_url: str | None = None  # e.g. http://chroma:8000 for a shared Chroma server
+    retrieval: bool = True  # False: no study-material index; follow-ups lean on the authored why-chain only
     answer_seconds: int | None = Field(default=None, gt=0)  # optional per-answer timer
     max_answer_chars: int = Field(default=20_000, gt=0)
     host: str = "127.0.0.1"

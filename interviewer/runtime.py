@@ -145,6 +145,8 @@ class Runtime:
 
         With ``wait=False`` it returns None at once while another thread is still building the index.
         """
+        if not self.settings.retrieval:  # switched off by the user: not a degradation to warn about
+            return None
         # Its own lock: a first-start index build takes minutes and must not hold up the bank, store or model.
         if not self._retriever_lock.acquire(blocking=wait):
             return None

@@ -7,6 +7,7 @@ Chroma folder is named with the way out and never replaced; sessions stay privat
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import sqlite3
 import time
@@ -23,7 +24,7 @@ from interviewer.llm.client import build_port
 from interviewer.llm.standin import Behaviour, StandinServer
 from interviewer.runtime import ModelChoice, Runtime
 from interviewer.store import SessionStore
-from tests.support.app_process import AppProcess, free_port
+from tests.support.app_process import AppProcess
 from tests.support.candidates import run_many, stored_answers, text_of, transcript_problems
 from ui.app import App, build
 
@@ -37,19 +38,18 @@ def standin() -> Iterator[StandinServer]:
 
 
 def _runtime(tmp_path: Path, standin: StandinServer, **kw: Any) -> Runtime:
-    settings = load_settings(data_dir=tmp_path, base_url=standin.base_url, timeout=4.0, **kw)
+    settings = load_settings(**({"data_dir": tmp_path, "base_url": standin.base_url, "timeout": 4.0} | kw))
     rt = Runtime(settings)
     rt.set_model(
         build_port(settings, base_url=standin.base_url, model="standin"),
         ModelChoice(standin.base_url, "standin", "standin", embedded=False),
     )
-    rt._retriever_failed = "off in this test"  # the index takes minutes to build; retrieval has its own tests
+    rt.settings = rt.settings.model_copy(update={"retrieval": False})  # no index build
     return rt
 
 
-@pytest.fixture
-def live(tmp_path: Path, standin: StandinServer) -> Iterator[tuple[str, Runtime]]:
-    rt = _runtime(tmp_path, standin)
+@contextlib.contextmanager
+def _served(rt: Runtime) -> Iterator[tuple[str, Runtime]]:
     demo = build(rt)
     demo.queue(default_concurrency_limit=16)
     demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True, ssr_mode=False)
@@ -58,6 +58,12 @@ def live(tmp_path: Path, standin: StandinServer) -> Iterator[tuple[str, Runtime]
     finally:
         demo.close()
         rt.close()
+
+
+@pytest.fixture
+def live(tmp_path: Path, standin: StandinServer) -> Iterator[tuple[str, Runtime]]:
+    with _served(_runtime(tmp_path, standin)) as served:
+        yield served
 
 
 # -- load ------------------------------------------------------------------------------------------------
@@ -126,20 +132,20 @@ def test_model_server_killed_then_back_on_the_same_port(
     assert text_of(chat[-1]).startswith("Walk me through this") and "why, level 2" in status
 
 
-def test_a_slow_model_does_not_hold_up_other_candidates(
-    live: tuple[str, Runtime], standin: StandinServer
-) -> None:
-    url, _ = live
-    standin.behaviour = Behaviour(first_token_delay=1.5)  # under the 4 s client timeout: slow, not failed
-    slow = Client(url, verbose=False)
-    _, slow_owner, *_ = slow.predict("phone-screen", 1, False, None, api_name="/start")
-    job = slow.submit("A slow answer.", slow_owner, api_name="/send")
-    time.sleep(0.3)
-    fast = Client(url, verbose=False)
-    t = time.perf_counter()
-    fast.predict("ml-coding", 1, False, None, api_name="/start")  # no model call: must not queue behind it
-    assert time.perf_counter() - t < 1.5
-    chat, _, status, *_ = job.result(timeout=30)
+def test_a_slow_model_does_not_hold_up_other_candidates(tmp_path: Path, standin: StandinServer) -> None:
+    standin.behaviour = Behaviour(first_token_delay=4.0)  # slow, not failed: the client waits up to 30 s
+    with _served(_runtime(tmp_path, standin, timeout=30.0)) as (url, _):
+        slow = Client(url, verbose=False)
+        _, slow_owner, *_ = slow.predict("phone-screen", 1, False, None, api_name="/start")
+        job = slow.submit("A slow answer.", slow_owner, api_name="/send")
+        while not any("A slow answer" in str(p) for p in list(standin.stats.prompts)):
+            time.sleep(0.05)  # the slow reply is under way
+        fast = Client(url, verbose=False)
+        fast.predict(
+            "ml-coding", 1, False, None, api_name="/start"
+        )  # no model call: must not queue behind it
+        assert not job.done(), "the other candidate's start waited for the slow model"
+        chat, _, status, *_ = job.result(timeout=60)
     assert text_of(chat[-1]).startswith("Walk me through this") and "⚠" not in status
 
 
@@ -148,7 +154,7 @@ def test_a_slow_model_does_not_hold_up_other_candidates(
 
 @pytest.mark.slow
 def test_kill_9_mid_round_then_resume_with_the_same_owner(standin: StandinServer, tmp_path: Path) -> None:
-    extra = {"INTERVIEWER_CHROMA_URL": f"http://127.0.0.1:{free_port()}"}
+    extra = {"INTERVIEWER_RETRIEVAL": "false"}
     app = AppProcess(tmp_path, standin.base_url, extra_env=extra).start()
     try:
         client = Client(app.url, verbose=False)
@@ -249,7 +255,7 @@ def test_an_index_build_in_progress_does_not_block_interviews(tmp_path: Path, st
     """Regression: the first start's minutes-long index build held the runtime lock, so Start waited for it."""
     rt = _runtime(tmp_path, standin)
     rt.ports("me")  # load the bank and the scorer first: only the retriever's lock is under test
-    rt._retriever_failed = None
+    rt.settings = rt.settings.model_copy(update={"retrieval": True})
     rt._retriever_lock.acquire()  # as the warm-up thread does while it builds
     try:
         t = time.perf_counter()

@@ -22,7 +22,7 @@ def rt(tmp_path):
             content_dir=REPO, data_dir=tmp_path, base_url="http://127.0.0.1:9/v1", connect_timeout=1
         )
     )
-    runtime._retriever_failed = "the bank index is not needed here"
+    runtime.settings = runtime.settings.model_copy(update={"retrieval": False})
     yield runtime
     runtime.close()
 

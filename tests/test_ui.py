@@ -35,7 +35,7 @@ def live_app(tmp_path):
         ChatPort(model, name="scripted test model"),
         ModelChoice("http://127.0.0.1:1/v1", "s", "scripted test model", False),
     )
-    rt._retriever_failed = "not needed in this test"  # keep the UI test independent of the index
+    rt.settings = rt.settings.model_copy(update={"retrieval": False})  # no index
     demo = build(rt)
     demo.queue()
     demo.launch(
@@ -175,7 +175,7 @@ def test_two_sends_at_once_store_one_answer(tmp_path, monkeypatch):
     rt = Runtime(settings)
     model = ScriptedChatModel(delay=1.0).queue("Which assumption about perfect scaling does 4.7x rely on?")
     rt.set_model(ChatPort(model, name="slow"), ModelChoice("http://127.0.0.1:1/v1", "s", "slow", False))
-    rt._retriever_failed = "not needed in this test"
+    rt.settings = rt.settings.model_copy(update={"retrieval": False})
     demo = build(rt)
     demo.queue(default_concurrency_limit=16)  # as `launch` serves it: events of one page run in parallel
     demo.launch(
@@ -209,7 +209,7 @@ def test_the_timer_tick_only_reads_a_paused_session(tmp_path):
     rt.set_model(
         ChatPort(ScriptedChatModel(), name="s"), ModelChoice("http://127.0.0.1:1/v1", "s", "s", False)
     )
-    rt._retriever_failed = "not needed in this test"
+    rt.settings = rt.settings.model_copy(update={"retrieval": False})
     app = App(rt)
     *_, last = app.start("phone-screen", 1, False, "browser:me")
     sid = last[1]

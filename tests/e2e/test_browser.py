@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from interviewer.llm.standin import StandinServer
-from tests.support.app_process import REPO, AppProcess, free_port
+from tests.support.app_process import REPO, AppProcess
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 
@@ -35,12 +35,11 @@ def standin() -> Iterator[StandinServer]:
 
 @pytest.fixture(scope="module")
 def app(standin: StandinServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppProcess]:
-    # The Chroma index would take minutes to build on first start; retrieval has its own tests, so point it
-    # at a loopback port where nothing listens: the app says retrieval is off and goes on.
+    # The Chroma index would take minutes to build on first start; retrieval has its own tests.
     proc = AppProcess(
         tmp_path_factory.mktemp("e2e-data"),
         standin.base_url,
-        extra_env={"INTERVIEWER_CHROMA_URL": f"http://127.0.0.1:{free_port()}"},
+        extra_env={"INTERVIEWER_RETRIEVAL": "false"},
     )
     proc.start()
     try:
