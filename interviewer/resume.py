@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlparse
 
-from interviewer.config import Settings, load_settings
-from interviewer.embeddings import ChromaEmbeddingFunction, Embedder, default_embedder
+from interviewer.config import Settings
+from interviewer.embeddings import ChromaEmbeddingFunction, Embedder
 from interviewer.errors import IndexError_, InputError
-from interviewer.retrieval import Passage, make_client
+from interviewer.retrieval import ChromaBacked, Passage
 
 if TYPE_CHECKING:
     from chromadb.api import ClientAPI
@@ -593,7 +593,7 @@ def resume_chunks(resume: Resume) -> list[tuple[str, str, dict[str, Any]]]:
     return out
 
 
-class ResumeIndex:
+class ResumeIndex(ChromaBacked):
     """One candidate's resume in a Chroma collection of its own. The constructor does no I/O.
 
     ``retrieve`` matches the engine's ``Retriever`` protocol, so the resume can ground deep-dive follow-ups.
@@ -613,23 +613,6 @@ class ResumeIndex:
         self._embedder = embedder
         self._client = client
         self._lock = threading.RLock()
-
-    @property
-    def settings(self) -> Settings:
-        if self._settings is None:
-            self._settings = load_settings()
-        return self._settings
-
-    @property
-    def embedder(self) -> Embedder:
-        if self._embedder is None:
-            self._embedder = default_embedder()
-        return self._embedder
-
-    def _client_(self) -> ClientAPI:
-        if self._client is None:
-            self._client = make_client(self.settings)
-        return self._client
 
     def _collection(self, create: bool) -> Collection | None:
         from chromadb.errors import NotFoundError

@@ -327,7 +327,35 @@ def _report_progress(progress: ProgressArg, total: int) -> tuple[Callable[[int],
     return (lambda n: bar.advance(task, n)), bar.stop
 
 
-class Retriever:
+class ChromaBacked:
+    """What every Chroma-backed index here shares: settings, embedder and client, each resolved on first use.
+
+    Subclasses set ``_settings``, ``_embedder`` and ``_client`` (None: resolve lazily) in their constructor.
+    """
+
+    _settings: Settings | None
+    _embedder: Embedder | None
+    _client: ClientAPI | None
+
+    @property
+    def settings(self) -> Settings:
+        if self._settings is None:
+            self._settings = load_settings()
+        return self._settings
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            self._embedder = default_embedder()
+        return self._embedder
+
+    def _client_(self) -> ClientAPI:
+        if self._client is None:
+            self._client = make_client(self.settings)
+        return self._client
+
+
+class Retriever(ChromaBacked):
     """Retrieves passages from the indexed bank; builds or refreshes the index on first use.
 
     The constructor does no I/O. Safe to share between threads.
@@ -354,18 +382,6 @@ class Retriever:
     # -- lazily resolved parts
 
     @property
-    def settings(self) -> Settings:
-        if self._settings is None:
-            self._settings = load_settings()
-        return self._settings
-
-    @property
-    def embedder(self) -> Embedder:
-        if self._embedder is None:
-            self._embedder = default_embedder()
-        return self._embedder
-
-    @property
     def bank(self) -> Bank:
         if self._bank is None:
             self._bank = load_bank(self.settings.content_dir)
@@ -375,11 +391,6 @@ class Retriever:
     def location(self) -> str:
         """Where the index lives: the server URL or the local folder."""
         return self.settings.chroma_url or str(self.settings.chroma_dir)
-
-    def _client_(self) -> ClientAPI:
-        if self._client is None:
-            self._client = make_client(self.settings)
-        return self._client
 
     def _damaged(self, e: Exception) -> IndexError_:
         return IndexError_(
