@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import sys
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 from rich.console import Console
@@ -15,6 +15,9 @@ from rich.table import Table
 from interviewer.config import Settings, load_settings
 from interviewer.content import Round
 from interviewer.errors import InputError, InterviewerError
+
+if TYPE_CHECKING:
+    from interviewer.session import Interview
 
 app = typer.Typer(
     help="A mock interviewer for ML engineer loops: authored questions, two levels of why, rubric scores.",
@@ -134,7 +137,7 @@ def practice(
     data_dir: DataDir = None,
 ) -> None:
     """The same interview in the terminal. Answer, then an empty line to send; '?...' asks a clarifying
-    question; /pause pauses; /end stops."""
+    question; /starter FILE and /code FILE write and test code for a coding task; /pause pauses; /end stops."""
     from interviewer import planner
     from interviewer.runtime import Runtime
 
@@ -178,10 +181,13 @@ def practice(
         for m in it.messages():
             # Question and answer text is shown as written: "[start, end]" is not Rich markup.
             console.print(f"[{'cyan' if m['role'] == 'assistant' else 'green'}]{escape(m['content'])}[/]")
+        hinted: set[str] = set()
+        _coding_hint(it, hinted)
         while not it.finished:
             if it.awaiting == "interviewer":
                 text = it.advance_all()
                 console.print(f"\n[cyan]Interviewer:[/cyan] {escape(text)}")
+                _coding_hint(it, hinted)
                 if voice:
                     _speak(settings, text)
                 if it.notice:
@@ -203,6 +209,10 @@ def practice(
                 console.print(f"Paused. Continue with: interviewer practice --resume {it.session_id}")
                 return
             try:
+                command, _, arg = answer.strip().partition(" ")
+                if command in ("/code", "/starter"):
+                    _code_command(it, command, arg.strip())
+                    continue
                 if answer.lstrip().startswith("?"):
                     reply = planner.clarify(it, answer.lstrip()[1:])
                     console.print(f"[cyan]Interviewer:[/cyan] {escape(reply)}")
@@ -215,6 +225,48 @@ def practice(
         _fail(e)
     finally:
         rt.close()
+
+
+def _coding_hint(it: Interview, hinted: set[str]) -> None:
+    """Say once per coding question how to write and test code from the terminal."""
+    q = it.question
+    if it.finished or q is None or not q.coding_task or q.id in hinted:
+        return
+    hinted.add(q.id)
+    console.print(
+        f"[dim]This question has a coding task ({q.coding_task}): '/starter FILE' writes the starter code to "
+        "FILE, '/code FILE' runs the hidden tests on it. Then explain your solution as your answer.[/dim]"
+    )
+
+
+def _code_command(it: Interview, command: str, arg: str) -> None:
+    """``/starter FILE`` or ``/code FILE`` for the open question's coding task (the UI's code panel)."""
+    from interviewer import checker
+
+    q = it.question
+    if q is None or not q.coding_task:
+        raise InputError("the open question has no coding task")
+    if not arg:
+        raise InputError(f"usage: {command} FILE")
+    path = Path(arg).expanduser()
+    if command == "/starter":
+        if path.exists():
+            raise InputError(f"{path} exists: pick a new file name (it is not overwritten)")
+        try:
+            path.write_text(checker.get_task(q.coding_task).starter_code, encoding="utf-8")
+        except OSError as e:
+            raise InputError(f"cannot write {path}: {e.strerror}") from e
+        console.print(f"Starter code written to {escape(str(path))}. Test it with: /code {escape(str(path))}")
+        return
+    try:
+        code = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise InputError(f"cannot read {path}: {e.strerror}") from e
+    with console.status("running the hidden tests in the sandbox..."):
+        verdict = checker.check(q.coding_task, code)
+    it.record_code_run(verdict.model_dump(mode="json"))  # stored with the turn, as the UI does
+    console.print(escape(verdict.render_text()), style="green" if verdict.passed else "red")
+    console.print("Now explain your solution: the interviewer will ask why.")
 
 
 def _speak(settings: Settings, text: str) -> None:

@@ -198,3 +198,47 @@ def test_the_terminal_can_continue_a_session_started_in_the_ui(tmp_path, monkeyp
     )
     assert result.exit_code == 0, result.output
     assert "Which assumption about the parallel part" in result.output
+
+
+def test_practice_writes_and_tests_code_for_a_coding_question(tmp_path, monkeypatch):
+    """The terminal's code panel: /starter writes the task's starter, /code runs the hidden tests in the box."""
+    import shutil
+
+    import pytest
+
+    from interviewer.checker import default_sandbox
+    from interviewer.store import SessionStore
+
+    ok, why = default_sandbox().status()
+    if not ok:
+        pytest.fail(f"the sandbox is unavailable ({why}): run scripts/system-deps.sh")
+    content = tmp_path / "content"
+    shutil.copytree(REPO / "knowledge", content / "knowledge")
+    q = REPO / "rubrics" / "phone-screen" / "phone.coding.merge-intervals.yaml"
+    (content / "rubrics" / "phone-screen").mkdir(parents=True)
+    shutil.copy(q, content / "rubrics" / "phone-screen" / q.name)
+    shutil.copytree(
+        REPO / "rubrics" / "coding" / "merge-intervals", content / "rubrics/coding/merge-intervals"
+    )
+    monkeypatch.setenv("INTERVIEWER_CONTENT_DIR", str(content))
+    monkeypatch.setenv("INTERVIEWER_RETRIEVAL", "false")
+    starter, solution = tmp_path / "mine.py", REPO / "rubrics/coding/merge-intervals/reference.py"
+    answers = (
+        f"/code {starter}\n\n"  # nothing there yet: a clear message, the interview goes on
+        f"/starter {starter}\n\n"
+        f"/starter {starter}\n\n"  # never overwritten
+        f"/code {starter}\n\n"
+        f"/code {solution}\n\n"
+        "A two-pointer merge of the sorted lists, linear time.\n\n/end\n"
+    )
+    args = ["practice", "phone-screen", "--data-dir", str(tmp_path), "--base-url", "http://127.0.0.1:9/v1"]
+    result = runner.invoke(app, [*args, "--timeout", "2"], input=answers, env={"COLUMNS": "400"})
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert "coding task (merge-intervals)" in out and f"cannot read {starter}" in out
+    assert starter.read_text() == (REPO / "rubrics/coding/merge-intervals/starter.py").read_text()
+    assert f"{starter} exists: pick a new file name" in out
+    assert "merge-intervals: FAILED" in out and "merge-intervals: PASSED" in out
+    sid = re.search(r"session ([0-9a-f]{32})", out).group(1)
+    runs = [e for e in SessionStore(tmp_path / "sessions.sqlite3").events(sid) if e.kind == "code_run"]
+    assert [r.payload["verdict"]["passed"] for r in runs] == [False, True]  # stored with the turn
