@@ -426,11 +426,15 @@ class App:
         owner = _owner(owner, request)
         with self._exclusive(sid, wait=END_WAIT_SECONDS) as ok:
             if not ok:  # ending mid-stream would let the streamed question land after the end
+                log.warning(
+                    "End round for %s gave up after %.0f s: a turn is still running", sid, END_WAIT_SECONDS
+                )
                 raise gr.Error(BUSY)
             try:
                 it = self._open(sid, owner)
                 it.end()
             except InterviewerError as e:
+                log.warning("End round for %s failed: %s", sid, e)
                 raise gr.Error(str(e)) from e
         return _shown(it.messages()), self._status(it, "Round ended: answered questions are scored.")
 
