@@ -126,10 +126,10 @@ def start(rt: Runtime, owner: str, choice: Choice) -> Interview:
     return it
 
 
-def resume_session(rt: Runtime, owner: str, session_id: str) -> Interview:
+def resume_session(rt: Runtime, owner: str, session_id: str, *, read_only: bool = False) -> Interview:
     """Reopen a session with the ports it needs (its resume questions and index included)."""
     row = rt.store.get(session_id, owner=owner)
-    return Interview.resume(ports_for(rt, owner, row.plan), session_id)
+    return Interview.resume(ports_for(rt, owner, row.plan), session_id, read_only=read_only)
 
 
 def clarify(it: Interview, asked: str) -> str:

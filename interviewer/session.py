@@ -309,8 +309,11 @@ class Interview:
         )
 
     @classmethod
-    def resume(cls, ports: Ports, session_id: str) -> Interview:
-        """Rebuild an interview from its events; it continues at the last completed turn."""
+    def resume(cls, ports: Ports, session_id: str, *, read_only: bool = False) -> Interview:
+        """Rebuild an interview from its events; it continues at the last completed turn.
+
+        ``read_only``: only look (a view of the transcript): no pending scoring, a pause stays a pause.
+        """
         row = ports.store.get(session_id, owner=ports.owner)
         ports = replace(ports, bank=plan_bank(ports.bank, row.plan))
         state = replay(row.plan, ports.store.events(session_id))
@@ -320,6 +323,8 @@ class Interview:
                     f"session '{session_id}' asks question '{qid}', which is no longer in the bank"
                 )
         it = cls(ports, session_id, state)
+        if read_only:
+            return it
         it._score_pending()
         if state.paused_at is not None:
             ev = ports.store.append(session_id, "resumed", {}, ts=ports.clock())

@@ -221,6 +221,28 @@ def test_the_timer_tick_only_reads_a_paused_session(tmp_path):
     rt.close()
 
 
+def test_the_view_after_end_round_redraws_from_the_store_and_writes_nothing(tmp_path):
+    from ui.app import App
+
+    rt = Runtime(load_settings(content_dir=FIXTURE_CONTENT, data_dir=tmp_path))
+    rt.set_model(
+        ChatPort(ScriptedChatModel(), name="s"), ModelChoice("http://127.0.0.1:1/v1", "s", "s", False)
+    )
+    rt.settings = rt.settings.model_copy(update={"retrieval": False})
+    app = App(rt)
+    *_, last = app.start("phone-screen", 1, False, "browser:me")
+    sid = last[1]
+    app.pause(sid, "browser:me", None)
+    before = rt.store.events(sid)
+    chat, status = app.view(sid, "browser:me", None)
+    assert "Question 1/1" in status and "8 workers" in str(chat)
+    assert rt.store.events(sid) == before and rt.store.get(sid).status == "paused"  # a look is not a resume
+    assert app.view(sid, "browser:someone-else", None) == app.view(None, "browser:me", None)  # no change
+    app.end_round(sid, "browser:me", None)
+    assert "Round ended" in app.view(sid, "browser:me", None)[1]
+    rt.close()
+
+
 def test_the_banner_calls_only_other_hosts_remote(tmp_path):
     from ui.app import App
 

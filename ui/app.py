@@ -438,6 +438,21 @@ class App:
                 raise gr.Error(str(e)) from e
         return _shown(it.messages()), self._status(it, "Round ended: answered questions are scored.")
 
+    def view(self, sid: str | None, owner: str | None, request: gr.Request) -> tuple[Any, Any]:
+        """The transcript and status line as stored, without changing anything.
+
+        Runs after End round: a streamed update of the turn that End waited for can reach the browser after
+        End's own reply and put back the old status; this redraw comes last.
+        """
+        if not sid:
+            return gr.update(), gr.update()
+        try:
+            it = planner.resume_session(self.rt, _owner(owner, request), sid, read_only=True)
+        except InterviewerError:
+            return gr.update(), gr.update()
+        extra = "Round ended: answered questions are scored." if it.finished else None
+        return _shown(it.messages()), self._status(it, extra)
+
     def timer(self, sid: str | None, owner: str | None, request: gr.Request) -> str:
         seconds = self.rt.settings.answer_seconds
         if not sid or seconds is None:
@@ -610,7 +625,9 @@ def build(runtime: Runtime) -> gr.Blocks:
         )
         clarify_btn.click(app.clarify, [answer, sid, owner], [chat, answer], api_name="clarify")
         pause_btn.click(app.pause, [sid, owner], [status], api_name="pause")
-        end_btn.click(app.end_round, [sid, owner], [chat, status], api_name="end_round")
+        end_btn.click(app.end_round, [sid, owner], [chat, status], api_name="end_round").then(
+            app.view, [sid, owner], [chat, status], api_visibility="private", show_progress="hidden"
+        )
         gr.Timer(1.0).tick(
             app.timer, [sid, owner], [timer_md], api_visibility="private", show_progress="hidden"
         )
