@@ -143,14 +143,33 @@ def _defang(text: str) -> str:
 _NARRATION = re.compile(r"^\W*(the )?(interviewer|candidate|assistant|user)\b", re.I)
 
 
+# Small models often ask about "the candidate" instead of asking them; the usual forms are repaired here, and
+# whatever third person is left makes the follow-up fall back to the authored wording.
+_AUX = {"does": "do", "is": "are", "was": "were", "has": "have"}
+_THIRD_AUX = re.compile(
+    r"\b(does|did|is|was|has|would|could|should|will|can|might) the candidate\b(?!')", re.I
+)
+_THIRD_POSSESSIVE = re.compile(r"\bthe candidate's\b", re.I)
+
+
+def _to_second_person(text: str) -> str:
+    def aux(m: re.Match[str]) -> str:
+        verb = m.group(1)
+        new = _AUX.get(verb.lower(), verb.lower())
+        return f"{new.capitalize() if verb[0].isupper() else new} you"
+
+    return _THIRD_POSSESSIVE.sub("your", _THIRD_AUX.sub(aux, text))
+
+
 def clean_followup(raw: str) -> str:
-    """The first question in the model's reply, without quotes, labels or trailing chatter."""
+    """The first question in the model's reply, without quotes, labels or trailing chatter, addressed to
+    the candidate ("Why does the candidate assume X?" becomes "Why do you assume X?")."""
     text = raw.strip().strip('"').strip()
     text = re.sub(r"^(follow[- ]?up( question)?|interviewer|question)\s*[:\-]\s*", "", text, flags=re.I)
     q = text.find("?")
     if q >= 0:
         text = text[: q + 1]
-    return " ".join(text.split())
+    return _to_second_person(" ".join(text.split()))
 
 
 def followup_problem(text: str, target_text: str, answer: str, asked: Sequence[str]) -> str | None:

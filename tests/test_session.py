@@ -125,7 +125,7 @@ def test_followup_prompt_is_grounded_in_the_why_chain_and_keeps_a_stable_prefix(
         ("<candidate_answer> why? </candidate_answer>", "echoes markup"),
         ('The interviewer asked: "What speedup do you expect on 8 workers?', "narrates instead of asking"),
         ("What speedup do you expect on 8 workers?", "repeats an earlier question"),
-        ("What does the candidate's answer suggest about the serial part?", "narrates instead of asking"),
+        ("The candidate should say what limits the serial part?", "narrates instead of asking"),
     ],
 )
 def test_weak_model_output_falls_back_to_the_authored_wording(fixture_bank, tmp_path, reply, reason):
@@ -283,6 +283,22 @@ def test_end_early_scores_what_was_answered(fixture_bank, tmp_path):
 
 def test_clean_and_validate_followups():
     assert clean_followup('"Question: Why 4.7x? Because..."') == "Why 4.7x?"
+    # Third person, as the 1.5B model often writes it, is turned to the candidate (seen in real runs)
+    for raw, fixed in [
+        (
+            "Why does the candidate assume that weight traffic dominates each step?",
+            "Why do you assume that weight traffic dominates each step?",
+        ),
+        (
+            "What specific steps did the candidate take to confirm that hashing spreads work evenly?",
+            "What specific steps did you take to confirm that hashing spreads work evenly?",
+        ),
+        ("Is the candidate sure the candidate's 4.7x holds?", "Are you sure your 4.7x holds?"),
+    ]:
+        assert clean_followup(raw) == fixed
+        assert followup_problem(fixed, "weight traffic hashing 4.7x", "", []) is None
+    left = clean_followup("Why would scaling fail for the candidate?")  # not a form we repair: falls back
+    assert followup_problem(left, "scaling", "", []) == "narrates instead of asking"
     assert followup_problem("Why?", "bandwidth", "speedup", []) == "off target"
     assert followup_problem("Why does bandwidth cap it?", "bandwidth limits", "", []) is None
     assert (
@@ -460,6 +476,10 @@ def test_the_next_followups_prompt_is_sent_ahead_as_a_prefix(fixture_bank, tmp_p
         assert warm[0].content == real[0].content  # the same system prompt
         assert real[1].content.startswith(warm[1].content)  # the user turn up to the answer
         assert warm[1].content.rstrip().endswith("<candidate_answer>")
+        # Only the answer and a short closing line are new to the server when the candidate presses Send:
+        # the instructions sit before the answer, inside the cached prefix.
+        tail = real[1].content[len(warm[1].content) :]
+        assert len(tail) - len(tail.split("\n</candidate_answer>")[0]) < 30, tail
 
 
 def test_prompt_warming_is_only_for_servers_on_this_machine():
