@@ -100,7 +100,7 @@ def engine_overhead(srv: StandinServer, turns: int) -> tuple[list[float], int]:
 def ui_overhead(srv: StandinServer, questions: int) -> tuple[list[float], dict[str, float]]:
     from gradio_client import Client
 
-    extra = {"INTERVIEWER_CHROMA_URL": f"http://127.0.0.1:{free_port()}"}  # no minutes-long index build
+    extra = {"INTERVIEWER_RETRIEVAL": "false"}  # no minutes-long index build
     with tempfile.TemporaryDirectory() as d:
         app = AppProcess(Path(d), srv.base_url, extra_env=extra)
         app.start(timeout=300)
@@ -117,17 +117,18 @@ def ui_overhead(srv: StandinServer, questions: int) -> tuple[list[float], dict[s
             for _q in range(questions):
                 for level in (1, 2):
                     n_prompts = len(srv.stats.prompts)
+                    answer = f"UI answer, level {level - 1}: bandwidth bound."
                     t = time.perf_counter()
-                    job = client.submit(
-                        f"UI answer, level {level - 1}: bandwidth bound.", owner, api_name="/send"
-                    )
+                    job = client.submit(answer, owner, api_name="/send")
                     first = None
                     for update in job:
                         chat = update[0]
+                        # The first streamed token: any follow-up text right after the answer just sent.
                         if (
-                            chat
+                            len(chat) >= 2
                             and chat[-1]["role"] == "assistant"
-                            and text_of(chat[-1]).startswith("Walk me")
+                            and text_of(chat[-1]).strip()
+                            and text_of(chat[-2]) == answer
                         ):
                             first = time.perf_counter() - t
                             break
@@ -143,6 +144,40 @@ def ui_overhead(srv: StandinServer, questions: int) -> tuple[list[float], dict[s
         finally:
             app.stop()
     return out, figures
+
+
+def gradio_floor(n: int = 15) -> list[float]:
+    """What Gradio and gradio_client alone add: a bare two-yield generator, streamed the same way (seconds)."""
+    import gradio as gr
+    from gradio_client import Client
+
+    pause = FIRST_TOKEN_DELAY
+
+    def gen(x: str) -> Any:
+        yield "a"
+        time.sleep(pause)  # stands in for the model's first token
+        yield "b"
+
+    with gr.Blocks() as demo:
+        box, out, button = gr.Textbox(), gr.Textbox(), gr.Button()
+        button.click(gen, box, out, api_name="gen")
+    demo.queue(default_concurrency_limit=16)
+    demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True)
+    try:
+        client = Client(demo.local_url, verbose=False)
+        out_s: list[float] = []
+        for _ in range(n + 3):
+            t = time.perf_counter()
+            first = None
+            job = client.submit("x", api_name="/gen")
+            for update in job:
+                if update == "b" and first is None:
+                    first = time.perf_counter() - t
+            job.result()
+            out_s.append((first or 0.0) - pause)
+        return out_s[3:]  # the first requests warm up
+    finally:
+        demo.close()
 
 
 def embedded_rss() -> str:
@@ -182,16 +217,19 @@ def main() -> int:
     ms = [x * 1000 for x in ui]
     rows.append(("UI overhead p50 (ms)", f"{statistics.median(ms):.1f}", "< 100"))
     rows.append(("UI overhead p95 (ms)", f"{pct(ms, 95):.1f}", ""))
+    floor = statistics.median(gradio_floor()) * 1000
+    rows.append(("bare Gradio generator via gradio_client p50 (ms)", f"{floor:.1f}", ""))
+    rows.append(("UI overhead / bare Gradio floor", f"{statistics.median(ms) / floor:.2f}", ""))
     rows += [(k, f"{v:.1f}" if "(s)" in k else f"{v:.0f}", "") for k, v in figures.items()]
     if not args.no_embedded:
         rows.append(("embedded server peak RSS, SmolLM2-135M (MiB)", embedded_rss(), ""))
     print(
         f"\nengine: {len(eng)} follow-ups ({rejected} rejected by validation, timed too); UI: {len(ui)} follow-ups; stand-in first token {FIRST_TOKEN_DELAY}s"
     )
-    print(f"| {'metric':<46} | {'value':>10} | {'target':>6} |")
-    print(f"|{'-' * 48}|{'-' * 12}|{'-' * 8}|")
+    print(f"| {'metric':<50} | {'value':>10} | {'target':>6} |")
+    print(f"|{'-' * 52}|{'-' * 12}|{'-' * 8}|")
     for name, value, target in rows:
-        print(f"| {name:<46} | {value:>10} | {target:>6} |")
+        print(f"| {name:<50} | {value:>10} | {target:>6} |")
     print(f"load average {os.getloadavg()[0]:.1f} at end")
     return 0
 
