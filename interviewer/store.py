@@ -188,13 +188,13 @@ class SessionStore:
         """Append one event and commit it before returning."""
         ts = time.time() if ts is None else ts
         with self._tx() as c:
-            (seq,) = c.execute(
-                "SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE session_id = ?", (session_id,)
-            ).fetchone()
-            c.execute(
-                "INSERT INTO events(session_id, seq, ts, kind, payload) VALUES (?,?,?,?,?)",
-                (session_id, seq, ts, kind, json.dumps(payload)),
-            )
+            # One statement picks the next seq and writes it: SQLite takes the write lock for the whole
+            # statement, so another process appending to the same session cannot take the same number.
+            [(seq,)] = c.execute(
+                "INSERT INTO events(session_id, seq, ts, kind, payload) "
+                "SELECT ?, COALESCE(MAX(seq), 0) + 1, ?, ?, ? FROM events WHERE session_id = ? RETURNING seq",
+                (session_id, ts, kind, json.dumps(payload), session_id),
+            ).fetchall()  # all rows: the statement is finished before the commit
             c.execute("UPDATE sessions SET updated = ? WHERE id = ?", (ts, session_id))
         return Event(seq, ts, kind, payload)
 
