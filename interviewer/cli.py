@@ -241,7 +241,7 @@ def _coding_hint(it: Interview, hinted: set[str]) -> None:
 
 def _code_command(it: Interview, command: str, arg: str) -> None:
     """``/starter FILE`` or ``/code FILE`` for the open question's coding task (the UI's code panel)."""
-    from interviewer import checker
+    from interviewer import checker, planner
 
     q = it.question
     if q is None or not q.coding_task:
@@ -263,8 +263,7 @@ def _code_command(it: Interview, command: str, arg: str) -> None:
     except OSError as e:
         raise InputError(f"cannot read {path}: {e.strerror}") from e
     with console.status("running the hidden tests in the sandbox..."):
-        verdict = checker.check(q.coding_task, code)
-    it.record_code_run(verdict.model_dump(mode="json"))  # stored with the turn, as the UI does
+        verdict = planner.run_tests(it, code)
     console.print(escape(verdict.render_text()), style="green" if verdict.passed else "red")
     console.print("Now explain your solution: the interviewer will ask why.")
 

@@ -7,11 +7,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from interviewer.content import Question, Round
 from interviewer.errors import InputError
 from interviewer.runtime import Runtime
 from interviewer.session import Interview, Ports
+
+if TYPE_CHECKING:
+    from interviewer.checker import Verdict
 
 DEEP_DIVE_KINDS = ("performance", "hardware", "research", "senior-intro")
 
@@ -144,3 +148,15 @@ def clarify(it: Interview, asked: str) -> str:
     reply = answer_clarification(q, asked.strip())
     it.record_clarification(asked.strip(), reply)
     return reply
+
+
+def run_tests(it: Interview, code: str) -> Verdict:
+    """Run the open question's hidden tests on ``code`` in the sandbox and store the verdict with the turn."""
+    from interviewer import checker
+
+    q = it.question
+    if q is None or not q.coding_task:
+        raise InputError("the open question has no coding task")
+    verdict = checker.check(q.coding_task, code)
+    it.record_code_run(verdict.model_dump(mode="json"))
+    return verdict

@@ -326,15 +326,8 @@ class App:
 
     def run_tests(self, code: str, sid: str | None, owner: str | None, request: gr.Request) -> str:
         """Run the open coding question's hidden tests in the sandbox; the verdict is stored with the turn."""
-        from interviewer import checker
-
         try:
-            it = self._open(sid, _owner(owner, request))
-            q = it.question
-            if q is None or not q.coding_task:
-                raise InputError("the open question has no coding task")
-            verdict = checker.check(q.coding_task, code)
-            it.record_code_run(verdict.model_dump(mode="json"))
+            verdict = planner.run_tests(self._open(sid, _owner(owner, request)), code)
         except InterviewerError as e:
             raise gr.Error(str(e)) from e
         lines = [
