@@ -623,16 +623,22 @@ def _bwrap_has(flag: str) -> bool:
     return flag in out.stdout + out.stderr
 
 
+# What candidate code sees in either mode besides paths: no bytecode files, a fixed hash seed, two BLAS threads.
+_BOX_ENV = {
+    "PYTHONDONTWRITEBYTECODE": "1",
+    "PYTHONHASHSEED": "0",
+    "OMP_NUM_THREADS": "2",
+    "MKL_NUM_THREADS": "2",
+}
+
+
 def _env_args() -> list[str]:
     env = {
         "PATH": "/usr/local/bin:/usr/bin:/bin",
         "HOME": BOX,
         "TMPDIR": "/tmp",
         "LANG": "C.UTF-8",
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "PYTHONHASHSEED": "0",
-        "OMP_NUM_THREADS": "2",
-        "MKL_NUM_THREADS": "2",
+        **_BOX_ENV,
     }
     args: list[str] = []
     for k, v in env.items():
@@ -644,14 +650,7 @@ def _weak_env(box: str) -> dict[str, str]:
     """The weak box's environment: the tools' search paths, never the host's secrets (API keys, tokens)."""
     keep = ("PATH", "LD_LIBRARY_PATH", "LANG", "LC_ALL", "TZ")
     env = {k: os.environ[k] for k in keep if k in os.environ}
-    return env | {
-        "HOME": box,
-        "TMPDIR": box,
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "PYTHONHASHSEED": "0",
-        "OMP_NUM_THREADS": "2",
-        "MKL_NUM_THREADS": "2",
-    }
+    return env | {"HOME": box, "TMPDIR": box, **_BOX_ENV}
 
 
 def _nobody_can_reach(path: str) -> bool:
