@@ -40,6 +40,7 @@ def _loop_choices() -> list[tuple[str, str]]:
 
 Chat = list[dict[str, str]]
 END_WAIT_SECONDS = 120.0  # End round waits this long for a reply (and its scoring) that is still running
+ROUND_ENDED = "Round ended: answered questions are scored."
 BUSY = "the interviewer is still on your last message: wait for it to finish, then try again"
 
 
@@ -429,7 +430,7 @@ class App:
             except InterviewerError as e:
                 log.warning("End round for %s failed: %s", sid, e)
                 raise gr.Error(str(e)) from e
-        return _shown(it.messages()), self._status(it, "Round ended: answered questions are scored.")
+        return _shown(it.messages()), self._status(it, ROUND_ENDED)
 
     def view(self, sid: str | None, owner: str | None, request: gr.Request) -> tuple[Any, Any]:
         """The transcript and status line as stored, without changing anything.
@@ -443,7 +444,7 @@ class App:
             it = planner.resume_session(self.rt, _owner(owner, request), sid, read_only=True)
         except InterviewerError:
             return gr.update(), gr.update()
-        extra = "Round ended: answered questions are scored." if it.finished else None
+        extra = ROUND_ENDED if it.finished else None
         return _shown(it.messages()), self._status(it, extra)
 
     def timer(self, sid: str | None, owner: str | None, request: gr.Request) -> str:
