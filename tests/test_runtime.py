@@ -39,3 +39,11 @@ def test_store_and_bank_do_not_wait_for_a_starting_model(tmp_path, monkeypatch):
 def _swallow(fn) -> None:
     with contextlib.suppress(RuntimeError):
         fn()
+
+
+def test_retrieval_switched_off_is_not_a_degradation(tmp_path):
+    rt = Runtime(load_settings(content_dir=FIXTURE_CONTENT, data_dir=tmp_path, retrieval=False))
+    assert rt.retriever() is None and rt.ports("me", with_model=False).retriever is None
+    assert rt.notices == []  # the user chose it: nothing to warn about
+    assert not (tmp_path / "chroma").exists()  # and no index was built
+    rt.close()
