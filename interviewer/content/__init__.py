@@ -2,9 +2,11 @@
 
 from interviewer.content.loader import Bank, load_bank, load_question
 from interviewer.content.models import (
+    Contradiction,
     Criterion,
     FactCheck,
     NumericCheck,
+    PushStep,
     Question,
     Round,
     Scenario,
@@ -13,9 +15,11 @@ from interviewer.content.models import (
 
 __all__ = [
     "Bank",
+    "Contradiction",
     "Criterion",
     "FactCheck",
     "NumericCheck",
+    "PushStep",
     "Question",
     "Round",
     "Scenario",

@@ -76,6 +76,9 @@ class WhyStep(_Strict):
     target: NonEmpty
     key_points: list[NonEmpty] = Field(min_length=1)
     fallback: NonEmpty
+    # One graded hint for a candidate who says "I don't know" here: it narrows the problem without stating a
+    # key point. Using it is recorded with the turn and costs points.
+    hint: str | None = None
 
     @field_validator("fallback")
     @classmethod
@@ -103,6 +106,44 @@ class FactCheck(_Strict):
     any_of: list[NonEmpty] = Field(min_length=1)
 
 
+class Contradiction(_Strict):
+    """A classic wrong answer to this question (one the seeds or the topic name).
+
+    An answer that asserts ``claim`` caps ``criterion`` (every criterion when None) at level 1, whatever its
+    vocabulary. ``any_of`` are phrasings that assert it, matched per sentence, negation and contrast aware
+    ("not 2x faster" and "the model is 2x faster, not the service" do not assert "the service is 2x faster").
+    ``challenge`` is how an interviewer makes the candidate test the claim without giving the answer away.
+    """
+
+    name: NonEmpty
+    claim: NonEmpty
+    any_of: list[NonEmpty] = Field(min_length=1)
+    criterion: str | None = None
+    challenge: NonEmpty
+
+    @field_validator("challenge")
+    @classmethod
+    def _challenge_is_question(cls, text: str) -> str:
+        if "?" not in text:
+            raise ValueError("challenge must be a question (contain '?')")
+        return text
+
+
+class PushStep(_Strict):
+    """An escalation for a candidate who answered both whys well: derive a number or change a constraint."""
+
+    kind: Literal["derive", "constraint"]
+    ask: NonEmpty
+    key_points: list[NonEmpty] = Field(min_length=1)
+
+    @field_validator("ask")
+    @classmethod
+    def _ask_is_question(cls, text: str) -> str:
+        if "?" not in text:
+            raise ValueError("ask must be a question (contain '?')")
+        return text
+
+
 class Scenario(_Strict):
     """Authored facts for clarifying questions (requirements, constraints) and what is the candidate's call."""
 
@@ -123,8 +164,11 @@ class Question(_Strict):
     key_points: list[NonEmpty] = Field(min_length=2)
     criteria: list[Criterion] = Field(min_length=1)
     why_chain: list[WhyStep] = Field(min_length=2, max_length=2)
+    hint: str | None = None  # one graded hint for "I don't know" on the main question (costs points)
+    push: list[PushStep] = Field(default_factory=list)
     numeric_checks: list[NumericCheck] = Field(default_factory=list)
     fact_checks: list[FactCheck] = Field(default_factory=list)
+    contradictions: list[Contradiction] = Field(default_factory=list)
     model_answer: NonEmpty
     common_mistakes: list[NonEmpty] = Field(default_factory=list)
     knowledge: list[NonEmpty] = Field(min_length=1)
@@ -136,6 +180,12 @@ class Question(_Strict):
     def _chain_order(self) -> Question:
         if [s.level for s in self.why_chain] != [1, 2]:
             raise ValueError("why_chain must list level 1 then level 2")
+        names = {c.name for c in self.criteria}
+        for c in self.contradictions:
+            if c.criterion is not None and c.criterion not in names:
+                raise ValueError(
+                    f"contradiction '{c.name}' caps criterion '{c.criterion}', which is not one of {sorted(names)}"
+                )
         return self
 
     def why(self, level: int) -> WhyStep:
