@@ -13,6 +13,22 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+Verdict = Literal["stated", "contradicted", "absent"]
+
+
+class KeyPointVerdict(_Frozen):
+    """Per key point: does the answer state it, contradict it, or not address it (with the words behind it).
+
+    Produced by the offline signals and by the truth judge; the scorer merges them before it sets levels.
+    """
+
+    key_point: str
+    verdict: Verdict
+    confidence: float = Field(ge=0.0, le=1.0)  # the method's probability for its verdict
+    quote: str | None = None  # the candidate's own words behind the verdict (verified to be in the answer)
+    method: Method
+
+
 class CriterionScore(_Frozen):
     """One criterion's level with the candidate's own words as evidence."""
 
@@ -43,4 +59,5 @@ class QuestionScore(_Frozen):
     key_points_missed: list[str] = Field(default_factory=list)
     why_depth: int = Field(ge=0, le=2, default=0)  # why-levels answered well
     methods: list[Method] = Field(default_factory=list)
+    verdicts: list[KeyPointVerdict] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
