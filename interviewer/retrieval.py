@@ -1,5 +1,9 @@
 """Chunk the knowledge documents and rubrics, index them in Chroma, and retrieve passages by round and topic.
 
+Retrieval is hybrid: MiniLM vectors in Chroma and BM25 over the same chunks, fused by reciprocal rank and
+reranked by late interaction over MiniLM token vectors (:mod:`interviewer.hybrid`). No per-file cap by default:
+the right chunk is often the third of one document.
+
 Plain ``chromadb`` rather than ``langchain-chroma`` for the store: the index needs collection metadata (content
 hash, embedder id), batched adds with a progress bar, ``$and``/``$contains`` filters, and a query by a
 precomputed vector (so latency can be measured with and without the query embedding). langchain-chroma would
@@ -30,6 +34,7 @@ from interviewer.content.loader import Bank, load_bank
 from interviewer.content.models import Question, Round
 from interviewer.embeddings import ChromaEmbeddingFunction, Embedder, default_embedder
 from interviewer.errors import IndexError_
+from interviewer.hybrid import LexicalIndex, Reranker, fuse_and_rerank
 
 if TYPE_CHECKING:
     from chromadb.api import ClientAPI
@@ -43,7 +48,10 @@ ProgressArg = bool | Callable[[int, int], None]
 COLLECTION = "interviewer-content"
 MAX_CHUNK_WORDS = 180  # MiniLM reads 256 word pieces; longer chunks would be cut off silently
 _ADD_BATCH = 32
-PER_SOURCE = 2  # default cap of passages from one file in a result
+PER_SOURCE: int | None = None  # default cap of passages from one file in a result (None: no cap)
+DENSE_POOL = 30  # candidates taken from each retriever before fusion
+RERANK_POOL = 20  # fused candidates the reranker reads
+RERANK_WEIGHT = 0.5  # share of the reranker in the final score (tuned on the bank's own questions)
 
 REBUILD_HINT = "rebuild it with `interviewer index --force`"
 
@@ -76,7 +84,7 @@ class Chunk:
 
 @dataclass(frozen=True)
 class Passage:
-    """A retrieved passage; ``score`` is the cosine similarity to the query (higher is closer)."""
+    """A retrieved passage; ``score`` is its relevance in [0, 1] within this result (higher is closer)."""
 
     text: str
     source: str
@@ -378,6 +386,10 @@ class Retriever(ChromaBacked):
         self._client: ClientAPI | None = None
         self._collection: Collection | None = None
         self._lock = threading.RLock()
+        self._chunks: dict[str, Chunk] = {}
+        self._order: list[str] = []
+        self._lexical: LexicalIndex | None = None
+        self._reranker: Reranker | None = None
 
     # -- lazily resolved parts
 
@@ -407,6 +419,7 @@ class Retriever(ChromaBacked):
             start = time.perf_counter()
             fingerprint = self.bank.fingerprint()
             chunks = chunk_bank(self.bank)
+            self._use_chunks(chunks)
             # The rebuild decision hashes the chunks themselves, not Bank.fingerprint(): that one also covers
             # files that are never indexed (coding tasks, seed_topics.yaml), and each of their edits would
             # cost a full re-embedding (minutes on 2 busy cores). A chunking change also shows up here.
@@ -440,6 +453,14 @@ class Retriever(ChromaBacked):
                 collection = self._rebuild(self._repair(), ef, chunks, expected, fingerprint, show)
             self._collection = collection
             return self._report(True, collection, start, fingerprint)
+
+    def _use_chunks(self, chunks: list[Chunk]) -> None:
+        """The lexical index and the reranker over exactly the chunks Chroma holds."""
+        self._chunks = {c.id: c for c in chunks}
+        self._order = [c.id for c in chunks]
+        self._lexical = LexicalIndex([c.text for c in chunks])
+        encode = getattr(self.embedder, "embed_tokens", None)
+        self._reranker = Reranker(encode) if callable(encode) and RERANK_WEIGHT > 0 else None
 
     def _repair(self) -> ClientAPI:
         self._client = None
@@ -535,7 +556,7 @@ class Retriever(ChromaBacked):
         collection = self._ready()  # build first: the progress bar should not wait behind a model load
         vector = self.embedder.embed([query])[0]
         return self._search(
-            collection, vector, round=round, topic=topic, k=k, kind=kind, per_source=per_source
+            collection, vector, round=round, topic=topic, k=k, kind=kind, per_source=per_source, query=query
         )
 
     def search(
@@ -547,10 +568,21 @@ class Retriever(ChromaBacked):
         k: int = 4,
         kind: Kind | None = None,
         per_source: int | None = PER_SOURCE,
+        query: str | None = None,
     ) -> list[Passage]:
-        """Like :meth:`retrieve` for an already embedded query (one row from ``embedder.embed``)."""
+        """Like :meth:`retrieve` for an already embedded query (one row from ``embedder.embed``).
+
+        Without ``query`` (the text) only the dense half runs: no BM25 and no reranking.
+        """
         return self._search(
-            self._ready(), vector, round=round, topic=topic, k=k, kind=kind, per_source=per_source
+            self._ready(),
+            vector,
+            round=round,
+            topic=topic,
+            k=k,
+            kind=kind,
+            per_source=per_source,
+            query=query,
         )
 
     def _search(
@@ -563,12 +595,14 @@ class Retriever(ChromaBacked):
         k: int,
         kind: Kind | None,
         per_source: int | None,
+        query: str | None = None,
     ) -> list[Passage]:
         if k <= 0:
             return []
         where = where_filter(round=round, topic=topic, kind=kind)
-        # Over-fetch when capping per source, so the cap can skip crowded files and still fill k slots.
-        n = k if per_source is None else k * 4 + 8
+        hybrid = bool(query and query.strip()) and self._lexical is not None
+        # Over-fetch: fusion and the per-source cap both need more candidates than they return.
+        n = max(DENSE_POOL, k * 4 + 8) if hybrid or per_source is not None else k
         try:
             res = collection.query(
                 query_embeddings=np.asarray(vector, dtype=np.float32).reshape(1, -1),
@@ -578,6 +612,7 @@ class Retriever(ChromaBacked):
             )
         except Exception as e:
             raise self._damaged(e) from e
+        ids = (res.get("ids") or [[]])[0]
         docs = (res.get("documents") or [[]])[0]
         metas = (res.get("metadatas") or [[]])[0]
         dists = (res.get("distances") or [[]])[0]
@@ -596,7 +631,62 @@ class Retriever(ChromaBacked):
                     question_id=str(m.get("question_id") or "") or None,
                 )
             )
+        if hybrid:
+            assert query is not None
+            known = [cid for cid in ids if cid in self._chunks]
+            out = self._hybrid(known, query, round=round, topic=topic, kind=kind, k=k, per_source=per_source)
         return _cap_per_source(out, k, per_source)
+
+    def _hybrid(
+        self,
+        dense_ids: list[str],
+        query: str,
+        *,
+        round: Round | str | None,
+        topic: str | None,
+        kind: Kind | None,
+        k: int,
+        per_source: int | None,
+    ) -> list[Passage]:
+        """Fuse the dense hits with BM25 hits under the same filter, then rerank the fused pool."""
+        assert self._lexical is not None
+        r = Round(round).value if round is not None else None
+        allowed = np.array(
+            [
+                (r is None or c.round == r)
+                and (kind is None or c.kind == kind)
+                and (topic is None or topic in (c.topics or (c.topic,)))
+                for c in (self._chunks[i] for i in self._order)
+            ],
+            dtype=bool,
+        )
+        lexical = [self._order[i] for i in self._lexical.top(query, DENSE_POOL, allowed)]
+        texts = {cid: self._chunks[cid].text for cid in {*dense_ids, *lexical}}
+        want = k if per_source is None else k * 4 + 8
+        ranked = fuse_and_rerank(
+            dense_ids,
+            lexical,
+            texts,
+            query,
+            self._reranker,
+            k=want,
+            pool=max(RERANK_POOL, want),
+            rerank_weight=RERANK_WEIGHT,
+        )
+        return [self._passage(cid, score) for cid, score in ranked]
+
+    def _passage(self, cid: str, score: float) -> Passage:
+        c = self._chunks[cid]
+        return Passage(
+            text=c.text,
+            source=c.source,
+            round=c.round,
+            topic=c.topic,
+            kind=c.kind,
+            score=score,
+            part=c.part,
+            question_id=c.question_id or None,
+        )
 
     def as_vectorstore(self) -> Chroma:
         """The same collection as a ``langchain_chroma.Chroma`` vector store (built first if needed)."""

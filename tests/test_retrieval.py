@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from interviewer.retrieval import (
 )
 
 REPO = Path(__file__).resolve().parents[1]
+REALISTIC_RECALL_MIN = 0.5  # measured 0.524 before the new themes' material landed (BENCHMARKS.md)
 
 GPU_DOC = """\
 # GPU memory hierarchy: SRAM versus HBM
@@ -247,7 +249,8 @@ def test_per_source_cap_diversifies_and_still_fills_k(settings: Settings) -> Non
     r = _retriever(settings)
     uncapped = r.retrieve("SRAM HBM tiled matmul", kind="knowledge", k=3, per_source=None)
     assert [p.source for p in uncapped] == ["knowledge/phone-screen/sram-hbm.md"] * 3
-    capped = r.retrieve("SRAM HBM tiled matmul", kind="knowledge", k=3)  # default: 2 per file
+    assert r.retrieve("SRAM HBM tiled matmul", kind="knowledge", k=3) == uncapped  # no cap by default
+    capped = r.retrieve("SRAM HBM tiled matmul", kind="knowledge", k=3, per_source=2)
     assert [p.source for p in capped].count("knowledge/phone-screen/sram-hbm.md") == 2
     assert [p.score for p in capped] == sorted((p.score for p in capped), reverse=True)
     one = r.retrieve("SRAM HBM tiled matmul", round="phone-screen", kind="knowledge", k=5, per_source=1)
@@ -267,7 +270,7 @@ def test_search_with_precomputed_vector_matches_retrieve(settings: Settings) -> 
     emb = HashingEmbedder()
     r = _retriever(settings, emb)
     by_text = r.retrieve("virtual dispatch vtable", k=3)
-    by_vec = r.search(emb.embed(["virtual dispatch vtable"])[0], k=3)
+    by_vec = r.search(emb.embed(["virtual dispatch vtable"])[0], k=3, query="virtual dispatch vtable")
     assert by_text == by_vec
 
 
@@ -480,3 +483,75 @@ def test_real_minilm_recall_at_5_over_the_bank(tmp_path: Path) -> None:
                 misses.append(f"{q.id} -> {link}")
     recall = found / total
     assert recall >= 0.9, f"recall@5 = {recall:.3f}; misses:\n" + textwrap.indent("\n".join(misses), "  ")
+
+    # The ranking failures candidates met: surface-word matches must not beat the concept.
+    paged = r.retrieve("What problem does PagedAttention solve, and how does vLLM manage KV blocks?", k=5)
+    assert not any(p.round == "system-design" for p in paged), [p.source for p in paged]
+    assert sum("kv" in p.text.lower() for p in paged) >= 3
+    bias = r.retrieve("Explain the bias in a linear layer and how it is fused into the GEMM epilogue", k=3)
+    assert "bias-variance" not in bias[0].source, [p.source for p in bias]
+
+    # Realistic candidate questions (benchmarks/data/realistic_questions.yaml, written from the themes).
+    items = yaml.safe_load((REPO / "benchmarks/data/realistic_questions.yaml").read_text())["questions"]
+    hits = 0
+    for item in items:
+        texts = [p.text.lower() for p in r.retrieve(item["q"], k=5)]
+        hits += any(
+            all(re.search(term.lower(), t) for term in group) for group in item["relevant"] for t in texts
+        )
+    assert hits / len(items) >= REALISTIC_RECALL_MIN, f"realistic recall@5 {hits}/{len(items)}"
+
+
+# --------------------------------------------------------------------------------------------- hybrid
+
+
+def test_tokenize_drops_question_words_and_joins_compounds() -> None:
+    from interviewer.hybrid import tokenize
+
+    assert tokenize("Why do we cache Keys and Values?") == ["cache", "key", "value"]
+    assert "crossentropy" in tokenize("softmax cross-entropy") and "e4m3" in tokenize("FP8 E4M3")
+    assert tokenize("C++ kernels") == ["c++", "kernel"]
+
+
+def test_bm25_finds_a_rare_exact_term_and_respects_the_mask() -> None:
+    import numpy as np
+
+    from interviewer.hybrid import LexicalIndex
+
+    texts = ["PagedAttention keeps KV blocks in a table", "Latency of the SQL chatbot", "blocks of memory"]
+    lex = LexicalIndex(texts)
+    assert lex.top("How does PagedAttention work?", 3) == [0]
+    assert lex.top("PagedAttention blocks", 3, np.array([False, True, True])) == [2]
+    assert lex.top("nothing matches here", 3) == []
+
+
+def test_rank_fusion_and_rerank_order() -> None:
+    import numpy as np
+
+    from interviewer.hybrid import Reranker, fuse_and_rerank, rrf
+
+    fused = rrf([["a", "b", "c"], ["c", "d"]])
+    assert max(fused, key=fused.__getitem__) == "c"  # in both lists beats first in one
+    assert set(fused) == {"a", "b", "c", "d"}
+
+    def encode(texts: list[str]) -> list[tuple[list[str], np.ndarray]]:
+        vocab = ["kv", "cache", "sql", "latency"]
+        out = []
+        for t in texts:
+            words = [w for w in t.lower().split() if w in vocab] or ["sql"]
+            vecs = np.array([[1.0 if w == v else 0.0 for v in vocab] for w in words], dtype=np.float32)
+            out.append((words, vecs))
+        return out
+
+    texts = {"a": "sql latency", "b": "kv cache", "c": "sql"}
+    ranked = fuse_and_rerank(["a", "c"], ["b", "a"], texts, "kv cache", Reranker(encode), k=3)
+    assert ranked[0][0] == "b"  # the reranker lifts the passage that matches the query's words
+    plain = fuse_and_rerank(["a", "c"], ["b", "a"], texts, "kv cache", None, k=3)
+    assert plain[0][0] == "a"
+
+
+def test_no_cap_returns_the_third_chunk_of_one_document(settings: Settings) -> None:
+    """The old 2-per-file cap pushed the right chunk out when one document held the three best ones."""
+    r = _retriever(settings)
+    top = r.retrieve("SRAM HBM tiled matmul", kind="knowledge", k=3)
+    assert [p.source for p in top].count("knowledge/phone-screen/sram-hbm.md") == 3
