@@ -360,7 +360,7 @@ def sessions(
 
     settings = _settings(data_dir=data_dir)
     try:
-        rows = SessionStore(settings.db_path).list(limit=limit)
+        rows = SessionStore(settings.store_location).list(limit=limit)
     except InterviewerError as e:
         _fail(e)
     if not rows:

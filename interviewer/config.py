@@ -48,6 +48,9 @@ class Settings(BaseSettings):
     embedded_ctx: int = Field(default=4096, gt=0)
     data_dir: Path = Field(default_factory=lambda: Path(platformdirs.user_data_dir("interviewer")))
     content_dir: Path = Field(default_factory=_default_content_dir)
+    # A shared session database for several app replicas, e.g. postgresql+psycopg://user:pw@host/interviewer;
+    # unset: SQLite in the data dir.
+    database_url: str | None = None
     chroma_url: str | None = None  # e.g. http://chroma:8000 for a shared Chroma server
     retrieval: bool = True  # False: no study-material index; follow-ups lean on the authored why-chain only
     answer_seconds: int | None = Field(default=None, gt=0)  # optional per-answer timer
@@ -76,9 +79,26 @@ class Settings(BaseSettings):
             raise ValueError(f"'{v}' is not an http(s) URL, e.g. http://127.0.0.1:8000/v1")
         return v
 
+    @field_validator("database_url")
+    @classmethod
+    def _db_url(cls, v: str | None) -> str | None:
+        if v is None or v.strip() == "":
+            return None
+        v = v.strip()
+        if not v.startswith(("postgresql", "sqlite")) or "://" not in v:
+            raise ValueError(f"'{v}' is not a postgresql:// or sqlite:// URL")
+        if v.startswith("postgresql://") or v.startswith("postgres://"):
+            v = "postgresql+psycopg://" + v.split("://", 1)[1]  # psycopg 3 is the driver we ship
+        return v
+
     @property
     def db_path(self) -> Path:
         return self.data_dir / "sessions.sqlite3"
+
+    @property
+    def store_location(self) -> Path | str:
+        """Where sessions are stored: the database URL when set, else the SQLite file in the data dir."""
+        return self.database_url or self.db_path
 
     @property
     def chroma_dir(self) -> Path:

@@ -73,7 +73,7 @@ class Runtime:
             return self._store
         with self._lock:
             if self._store is None:
-                store = SessionStore(self.settings.db_path)
+                store = SessionStore(self.settings.store_location)
                 store.check()
                 self._store = store
             return self._store

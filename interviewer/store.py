@@ -1,48 +1,100 @@
-"""The session event log (SQLite): every turn is appended and committed before the next reply is shown.
+"""The session event log: every turn is appended and committed before the next reply is shown.
 
 A session is a row in ``sessions`` plus an ordered list of events. The engine rebuilds its state by
 replaying the events, so a process killed at any point resumes at its last completed turn.
+
+The store is SQLAlchemy Core over SQLite (the default: one file in the data dir) or PostgreSQL
+(``INTERVIEWER_DATABASE_URL=postgresql+psycopg://user:pass@host/db``, for several app replicas sharing one
+database). Its schema is versioned with Alembic (``interviewer/migrations``); a store brings its database up
+to the current revision when it opens it. Semantics on both:
+
+- an event is committed before :meth:`SessionStore.append` returns;
+- ``seq`` is unique and gapless per session, even with writers in several processes or replicas (SQLite's
+  write lock, PostgreSQL's row lock on the session, then one ``INSERT ... SELECT max + 1`` statement).
 """
 
 from __future__ import annotations
 
 import builtins
+import contextlib
+import fcntl
 import json
 import secrets
-import sqlite3
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import (
+    Column,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    Table,
+    Text,
+    create_engine,
+    event,
+    inspect,
+    select,
+    text,
+    update,
+)
+from sqlalchemy.engine import URL, Connection, Engine, make_url
+from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
 from interviewer.errors import SessionNotFound, StoreError
 
-SCHEMA_VERSION = 1
+if TYPE_CHECKING:
+    from alembic.config import Config
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS sessions (
-    id TEXT PRIMARY KEY,
-    owner TEXT NOT NULL,
-    created REAL NOT NULL,
-    updated REAL NOT NULL,
-    title TEXT NOT NULL,
-    status TEXT NOT NULL,
-    plan TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS events (
-    session_id TEXT NOT NULL REFERENCES sessions(id),
-    seq INTEGER NOT NULL,
-    ts REAL NOT NULL,
-    kind TEXT NOT NULL,
-    payload TEXT NOT NULL,
-    PRIMARY KEY (session_id, seq)
-);
-CREATE INDEX IF NOT EXISTS sessions_owner ON sessions(owner, updated);
-"""
+SCHEMA_VERSION = 1
+MIGRATIONS = Path(__file__).with_name("migrations")
+BASELINE = "0001"  # the revision whose tables the SQLite-only store (schema version 1) created
+
+METADATA = MetaData()
+meta_table = Table(
+    "meta", METADATA, Column("key", Text, primary_key=True), Column("value", Text, nullable=False)
+)
+sessions = Table(
+    "sessions",
+    METADATA,
+    Column("id", Text, primary_key=True),
+    Column("owner", Text, nullable=False),
+    Column("created", Float, nullable=False),
+    Column("updated", Float, nullable=False),
+    Column("title", Text, nullable=False),
+    Column("status", Text, nullable=False),
+    Column("plan", Text, nullable=False),
+    Index("sessions_owner", "owner", "updated"),
+)
+events_table = Table(
+    "events",
+    METADATA,
+    Column("session_id", Text, ForeignKey("sessions.id"), primary_key=True),
+    Column("seq", Integer, primary_key=True, autoincrement=False),
+    Column("ts", Float, nullable=False),
+    Column("kind", Text, nullable=False),
+    Column("payload", Text, nullable=False),
+)
+
+_APPEND = text(
+    "INSERT INTO events(session_id, seq, ts, kind, payload) "
+    "SELECT :sid, COALESCE(MAX(seq), 0) + 1, :ts, :kind, :payload FROM events WHERE session_id = :sid "
+    "RETURNING seq"
+)
+_COLUMNS = (
+    sessions.c.id,
+    sessions.c.owner,
+    sessions.c.created,
+    sessions.c.updated,
+    sessions.c.title,
+    sessions.c.status,
+    sessions.c.plan,
+)
 
 
 @dataclass(frozen=True)
@@ -69,47 +121,109 @@ def new_session_id() -> str:
     return secrets.token_hex(16)
 
 
-class SessionStore:
-    """SQLite-backed event log. Thread-safe; one connection per thread.
+def _row(r: Any) -> SessionRow:
+    return SessionRow(r[0], r[1], r[2], r[3], r[4], r[5], json.loads(r[6]))
 
-    The file is created when missing. A file that exists but is not a valid session database is never
+
+class SessionStore:
+    """The event log over SQLite (a path) or any SQLAlchemy URL (PostgreSQL). Thread-safe.
+
+    The constructor does no I/O. A SQLite file that exists but is not a valid session database is never
     replaced: opening it raises :class:`StoreError` naming the path.
     """
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._local = threading.local()
-        self._write_lock = threading.Lock()
-        self._ready = False
+    def __init__(self, location: Path | str) -> None:
+        self.url: URL
+        self.path: Path | None
+        if isinstance(location, str) and "://" in location:
+            try:
+                self.url = make_url(location)
+            except ArgumentError as e:
+                raise StoreError(
+                    f"INTERVIEWER_DATABASE_URL is not a database URL ({e}); "
+                    "e.g. postgresql+psycopg://user:password@host:5432/interviewer"
+                ) from e
+            self.path = (
+                Path(self.url.database)
+                if self.url.get_backend_name() == "sqlite" and self.url.database
+                else None
+            )
+        else:
+            self.path = Path(location)
+            self.url = URL.create("sqlite", database=str(self.path))
+        self._engine_: Engine | None = None
+        self._lock = threading.Lock()
+        self._write_lock = threading.Lock()  # SQLite: one writer per process at a time (no busy waits)
 
     # -- connection -------------------------------------------------------------------------------
-    def _conn(self) -> sqlite3.Connection:
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = self._open()
-            self._local.conn = conn
-        return conn
+    @property
+    def is_sqlite(self) -> bool:
+        return self.url.get_backend_name() == "sqlite"
 
-    def _open(self) -> sqlite3.Connection:
+    @property
+    def where(self) -> str:
+        """Where the sessions live, for messages (the password is never shown)."""
+        return (
+            str(self.path) if self.is_sqlite and self.path else self.url.render_as_string(hide_password=True)
+        )
+
+    def _engine(self) -> Engine:
+        if self._engine_ is not None:
+            return self._engine_
+        with self._lock:
+            if self._engine_ is None:
+                self._engine_ = self._open()
+            return self._engine_
+
+    def _open(self) -> Engine:
+        if self.is_sqlite:
+            return self._open_sqlite()
+        try:
+            engine = create_engine(self.url, pool_pre_ping=True, pool_size=5, max_overflow=10)
+            with engine.connect() as conn:
+                self._migrate(conn)
+                conn.commit()
+        except SQLAlchemyError as e:
+            raise StoreError(
+                f"cannot use the session database at {self.where} ({_reason(e)}); start it, check the "
+                "user's rights, or fix INTERVIEWER_DATABASE_URL"
+            ) from e
+        return engine
+
+    def _open_sqlite(self) -> Engine:
+        assert self.path is not None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             existed = self.path.exists() and self.path.stat().st_size > 0
-            conn = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=FULL")  # a committed turn survives power loss, not just kill -9
-            if existed:
-                tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-                if not {"sessions", "events", "meta"} <= tables:
-                    raise sqlite3.DatabaseError("missing the sessions/events tables")
-                conn.execute("PRAGMA quick_check").fetchone()
-            with conn:
-                conn.executescript(_SCHEMA)
-                conn.execute(
-                    "INSERT OR IGNORE INTO meta(key, value) VALUES ('schema', ?)", (str(SCHEMA_VERSION),)
-                )
-        except sqlite3.DatabaseError as e:
+            engine = create_engine(self.url, connect_args={"timeout": 30, "check_same_thread": False})
+
+            @event.listens_for(engine, "connect")
+            def _pragmas(dbapi_conn: Any, _record: Any) -> None:
+                cur = dbapi_conn.cursor()
+                cur.execute("PRAGMA journal_mode=WAL")
+                cur.execute(
+                    "PRAGMA synchronous=FULL"
+                )  # a committed turn survives power loss, not just kill -9
+                cur.close()
+
+            # Two processes opening a fresh data dir at once must not both create the tables.
+            with _file_lock(self.path.with_name(self.path.name + ".lock")), engine.connect() as conn:
+                if existed:
+                    tables = set(inspect(conn).get_table_names())
+                    if not {"sessions", "events", "meta"} <= tables:
+                        raise StoreError(
+                            f"the session database at {self.path} is corrupt or not a session database "
+                            "(missing the sessions/events tables). It was left untouched: move it aside to "
+                            "start a fresh one, or set INTERVIEWER_DATA_DIR"
+                        )
+                    conn.exec_driver_sql("PRAGMA quick_check").fetchone()
+                self._migrate(conn)
+                conn.commit()
+        except StoreError:
+            raise
+        except SQLAlchemyError as e:
             raise StoreError(
-                f"the session database at {self.path} is corrupt or not a session database ({e}). "
+                f"the session database at {self.path} is corrupt or not a session database ({_reason(e)}). "
                 "It was left untouched: move it aside to start a fresh one, or set INTERVIEWER_DATA_DIR"
             ) from e
         except OSError as e:
@@ -117,21 +231,41 @@ class SessionStore:
                 f"cannot open the session database at {self.path} ({e.strerror}); "
                 "check permissions or set INTERVIEWER_DATA_DIR"
             ) from e
-        return conn
+        return engine
+
+    def _migrate(self, conn: Connection) -> None:
+        """Bring the schema to Alembic's head (a database of the SQLite-only store is stamped first)."""
+        from alembic import command
+
+        if not self.is_sqlite:  # replicas starting together: one migrates, the others wait for it
+            conn.execute(text("SELECT pg_advisory_xact_lock(727501)"))
+        tables = set(inspect(conn).get_table_names())
+        cfg = _alembic_config(conn)
+        if "alembic_version" not in tables and {"sessions", "events", "meta"} <= tables:
+            command.stamp(cfg, BASELINE)
+        command.upgrade(cfg, "head")
 
     def check(self) -> None:
         """Open (and create if needed) the database now, raising a clear error if it is unusable."""
-        self._conn()
+        self._engine()
 
-    @contextmanager
-    def _tx(self) -> Iterator[sqlite3.Connection]:
-        conn = self._conn()
-        with self._write_lock:
+    @contextlib.contextmanager
+    def _tx(self) -> Iterator[Connection]:
+        engine = self._engine()
+        lock = self._write_lock if self.is_sqlite else contextlib.nullcontext()
+        with lock:
             try:
-                with conn:
+                with engine.begin() as conn:
                     yield conn
-            except sqlite3.DatabaseError as e:
-                raise StoreError(f"cannot write to {self.path}: {e}") from e
+            except SQLAlchemyError as e:
+                raise StoreError(f"cannot write to the session database at {self.where}: {_reason(e)}") from e
+
+    def _read(self, stmt: Any, params: dict[str, Any] | None = None) -> builtins.list[Any]:
+        try:
+            with self._engine().connect() as conn:
+                return list(conn.execute(stmt, params or {}).fetchall())
+        except SQLAlchemyError as e:
+            raise StoreError(f"cannot read the session database at {self.where}: {_reason(e)}") from e
 
     # -- sessions ---------------------------------------------------------------------------------
     def create(self, owner: str, title: str, plan: dict[str, Any], session_id: str | None = None) -> str:
@@ -139,48 +273,46 @@ class SessionStore:
         now = time.time()
         with self._tx() as c:
             c.execute(
-                "INSERT INTO sessions(id, owner, created, updated, title, status, plan) VALUES (?,?,?,?,?,?,?)",
-                (sid, owner, now, now, title, "active", json.dumps(plan)),
+                sessions.insert().values(
+                    id=sid,
+                    owner=owner,
+                    created=now,
+                    updated=now,
+                    title=title,
+                    status="active",
+                    plan=json.dumps(plan),
+                )
             )
         return sid
 
     def get(self, session_id: str, owner: str | None = None) -> SessionRow:
         """The session row; with ``owner`` given, a session of another owner is reported as not found."""
-        row = (
-            self._conn()
-            .execute(
-                "SELECT id, owner, created, updated, title, status, plan FROM sessions WHERE id = ?",
-                (session_id,),
-            )
-            .fetchone()
-        )
-        if row is None or (owner is not None and row[1] != owner):
+        rows = self._read(select(*_COLUMNS).where(sessions.c.id == session_id))
+        if not rows or (owner is not None and rows[0][1] != owner):
             raise SessionNotFound(
                 f"no session '{session_id}' for this user; list yours with `interviewer sessions`"
             )
-        return SessionRow(row[0], row[1], row[2], row[3], row[4], row[5], json.loads(row[6]))
+        return _row(rows[0])
 
     def list(self, owner: str | None = None, limit: int = 100) -> builtins.list[SessionRow]:
-        sql = "SELECT id, owner, created, updated, title, status, plan FROM sessions"
-        args: tuple[Any, ...] = ()
+        stmt = select(*_COLUMNS)
         if owner is not None:
-            sql += " WHERE owner = ?"
-            args = (owner,)
-        sql += " ORDER BY updated DESC LIMIT ?"
-        rows = self._conn().execute(sql, (*args, limit)).fetchall()
-        return [SessionRow(r[0], r[1], r[2], r[3], r[4], r[5], json.loads(r[6])) for r in rows]
+            stmt = stmt.where(sessions.c.owner == owner)
+        stmt = stmt.order_by(sessions.c.updated.desc()).limit(limit)
+        return [_row(r) for r in self._read(stmt)]
 
     def set_status(self, session_id: str, status: str) -> None:
         with self._tx() as c:
             c.execute(
-                "UPDATE sessions SET status = ?, updated = ? WHERE id = ?", (status, time.time(), session_id)
+                update(sessions).where(sessions.c.id == session_id).values(status=status, updated=time.time())
             )
 
     def update_plan(self, session_id: str, plan: dict[str, Any]) -> None:
         with self._tx() as c:
             c.execute(
-                "UPDATE sessions SET plan = ?, updated = ? WHERE id = ?",
-                (json.dumps(plan), time.time(), session_id),
+                update(sessions)
+                .where(sessions.c.id == session_id)
+                .values(plan=json.dumps(plan), updated=time.time())
             )
 
     # -- events -----------------------------------------------------------------------------------
@@ -188,28 +320,53 @@ class SessionStore:
         """Append one event and commit it before returning."""
         ts = time.time() if ts is None else ts
         with self._tx() as c:
-            # One statement picks the next seq and writes it: SQLite takes the write lock for the whole
-            # statement, so another process appending to the same session cannot take the same number.
-            [(seq,)] = c.execute(
-                "INSERT INTO events(session_id, seq, ts, kind, payload) "
-                "SELECT ?, COALESCE(MAX(seq), 0) + 1, ?, ?, ? FROM events WHERE session_id = ? RETURNING seq",
-                (session_id, ts, kind, json.dumps(payload), session_id),
-            ).fetchall()  # all rows: the statement is finished before the commit
-            c.execute("UPDATE sessions SET updated = ? WHERE id = ?", (ts, session_id))
+            if not self.is_sqlite:
+                # Appenders to one session queue on its row; the INSERT's snapshot then sees the last seq.
+                c.execute(select(sessions.c.id).where(sessions.c.id == session_id).with_for_update())
+            # SQLite takes its write lock for the whole statement, so another process appending to the same
+            # session cannot take the same number either.
+            seq = int(
+                c.execute(
+                    _APPEND, {"sid": session_id, "ts": ts, "kind": kind, "payload": json.dumps(payload)}
+                ).scalar_one()
+            )
+            c.execute(update(sessions).where(sessions.c.id == session_id).values(updated=ts))
         return Event(seq, ts, kind, payload)
 
     def events(self, session_id: str) -> builtins.list[Event]:
-        rows = (
-            self._conn()
-            .execute(
-                "SELECT seq, ts, kind, payload FROM events WHERE session_id = ? ORDER BY seq", (session_id,)
-            )
-            .fetchall()
+        rows = self._read(
+            select(events_table.c.seq, events_table.c.ts, events_table.c.kind, events_table.c.payload)
+            .where(events_table.c.session_id == session_id)
+            .order_by(events_table.c.seq)
         )
         return [Event(r[0], r[1], r[2], json.loads(r[3])) for r in rows]
 
     def close(self) -> None:
-        conn = getattr(self._local, "conn", None)
-        if conn is not None:
-            conn.close()
-            self._local.conn = None
+        with self._lock:
+            if self._engine_ is not None:
+                self._engine_.dispose()
+                self._engine_ = None
+
+
+def _reason(e: SQLAlchemyError) -> str:
+    orig = getattr(e, "orig", None)
+    return str(orig or e).strip().splitlines()[0]
+
+
+def _alembic_config(conn: Connection) -> Config:
+    from alembic.config import Config
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    cfg.attributes["connection"] = conn
+    return cfg
+
+
+@contextlib.contextmanager
+def _file_lock(path: Path) -> Iterator[None]:
+    with path.open("a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)

@@ -47,7 +47,14 @@ def _isolated_data_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: py
     """Never touch the user's real session store."""
     d = tmp_path_factory.mktemp("data")
     monkeypatch.setenv("INTERVIEWER_DATA_DIR", str(d))
-    for var in ("INTERVIEWER_BASE_URL", "OPENAI_BASE_URL", "OPENAI_API_KEY", "INTERVIEWER_API_KEY"):
+    for var in (
+        "INTERVIEWER_BASE_URL",
+        "OPENAI_BASE_URL",
+        "OPENAI_API_KEY",
+        "INTERVIEWER_API_KEY",
+        "INTERVIEWER_DATABASE_URL",
+        "INTERVIEWER_CHROMA_URL",
+    ):
         monkeypatch.delenv(var, raising=False)
     return d
 
