@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from interviewer.checker.sandbox import Limits
 from interviewer.errors import ContentError
 
-TaskKind = Literal["numpy", "torch", "numeric", "python", "cpp"]
+TaskKind = Literal["numpy", "torch", "numeric", "python", "cpp", "cuda"]
 
 
 class TaskLimits(BaseModel):

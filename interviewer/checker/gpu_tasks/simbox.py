@@ -1,0 +1,867 @@
+"""Runs INSIDE the sandbox: Numba's CUDA simulator with a deterministic scheduler and a memory checker.
+
+The grader ships this file into the box with the candidate's ``solution.py``. It:
+
+- enables Numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``) and keeps its device API (``cuda.jit``,
+  ``cuda.grid``, ``cuda.shared.array``, ``cuda.syncthreads``, ``cuda.atomic.*``), but replaces its thread
+  scheduler: the stock one runs every CUDA thread as an OS thread and busy-polls them at each barrier (slow,
+  and the interleaving changes from run to run). Here each CUDA thread is a greenlet and a block runs one
+  thread at a time, in a fixed order, switching at ``cuda.syncthreads()``: results are reproducible.
+- wraps every device array and every shared array so that each element access from a kernel is recorded:
+  who (block, thread), when (which barrier interval), what (read, write, atomic) and where (the line).
+  From that it reports, like compute-sanitizer's racecheck/synccheck/initcheck/memcheck: races (two threads
+  touching the same element in the same barrier interval, at least one writing, not both atomic; for global
+  memory also any two blocks of one launch), barrier divergence, reads of uninitialised shared memory and
+  out-of-bounds indices; and, like Nsight Compute, the number of global loads and stores, the 32-byte
+  sectors each warp-wide access touches (coalescing) and shared-memory bank conflicts.
+- hands the candidate's host function device arrays that cannot be read on the host (no ``copy_to_host``,
+  no indexing, no ``__array__``): the result can only come from kernels.
+
+Nothing here decides a pass. Each case's output arrays go to ``out<i>.npz`` and its measurements to
+``results.jsonl``; the grader outside compares them with what it computed itself.
+"""
+
+import os
+
+os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
+os.environ.setdefault("NUMBA_CACHE_DIR", os.path.abspath(".numba-cache"))
+os.environ.setdefault("NUMBA_DISABLE_PERFORMANCE_WARNINGS", "1")
+
+import json  # noqa: E402
+import linecache  # noqa: E402
+import re  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+import traceback  # noqa: E402
+from typing import Any  # noqa: E402
+
+import greenlet  # noqa: E402
+import numpy as np  # noqa: E402
+from numba import cuda  # noqa: E402
+from numba.cuda.simulator import kernel as sim_kernel  # noqa: E402
+from numba.cuda.simulator import kernelapi as sim_api  # noqa: E402
+
+SOLUTION = os.path.abspath("solution.py")
+MAX_THREADS_PER_BLOCK = 1024
+MAX_BLOCK_DIM = (1024, 1024, 64)
+MAX_THREADS_PER_LAUNCH = 65_536
+MAX_SHARED_BYTES = 48 * 1024
+MAX_REPORTS = 5  # per kind and case: the first few are enough to act on
+GARBAGE_INT = 0x5A5A5A5A  # what uninitialised device memory holds here (cudaMalloc does not zero)
+
+
+class KernelError(Exception):
+    """A fault the hardware would show as a crash or undefined behaviour, with the thread and line."""
+
+
+class HostAccessError(Exception):
+    """The host touched device memory directly."""
+
+
+# ------------------------------------------------------------------------------------------ the thread state
+class SimThread:
+    """One simulated CUDA thread: its indices, barrier count and greenlet."""
+
+    __slots__ = ("atomic", "bdim", "block", "blockIdx", "glet", "lane", "lines", "phase", "tid", "threadIdx",
+                 "value", "warp")  # fmt: skip
+
+    def __init__(self, block: int, block_idx: tuple[int, int, int], tidx: tuple[int, int, int],
+                 bdim: tuple[int, int, int]) -> None:  # fmt: skip
+        self.block = block
+        self.blockIdx = sim_api.Dim3(*block_idx)
+        self.threadIdx = sim_api.Dim3(*tidx)
+        self.bdim = bdim
+        self.tid = tidx[0] + bdim[0] * (tidx[1] + bdim[1] * tidx[2])  # linear id inside the block
+        self.warp = self.tid // 32
+        self.lane = self.tid % 32
+        self.phase = 0  # barriers passed so far
+        self.atomic = 0  # > 0 while inside cuda.atomic.*
+        self.lines: dict[int, int] = {}  # line -> accesses so far (the k-th execution of that line)
+        self.value: Any = None  # syncthreads_count/and/or
+        self.glet: Any = None
+
+    def name(self) -> str:
+        t = self.threadIdx
+        b = self.blockIdx
+        return f"thread ({t.x},{t.y},{t.z}) of block ({b.x},{b.y},{b.z})"
+
+
+class Launch:
+    """Per-launch bookkeeping: the kernel, its configuration, and the block that is running."""
+
+    def __init__(self, kernel: str, grid: tuple[int, ...], block: tuple[int, ...]) -> None:
+        self.kernel = kernel
+        self.grid = grid
+        self.block = block
+        self.cur: SimThread | None = None
+        self.shared_sites: dict[tuple[str, int], "SharedSite"] = {}
+        self.shared_bytes = 0
+        self.block_no = -1
+        self.block_threads: list[SimThread] = []
+
+
+STATE: dict[str, Any] = {"launch": None}
+REPORT: dict[str, Any] = {}
+
+
+def new_report() -> dict[str, Any]:
+    return {
+        "launches": [],
+        "races": [],
+        "race_count": 0,
+        "divergence": [],
+        "uninit": [],
+        "uninit_count": 0,
+        "arrays": {},  # label -> global stats
+        "shared": {},  # name -> shared stats
+        "barriers": 0,
+        "atomics": 0,
+        "host_errors": [],
+    }
+
+
+def cur() -> SimThread:
+    launch = STATE["launch"]
+    if launch is None or launch.cur is None:
+        raise HostAccessError("this CUDA device function can only be called from inside a kernel")
+    return launch.cur
+
+
+def solution_line() -> int:
+    """The line of solution.py that made the current access (0 if none)."""
+    f = sys._getframe(2)
+    for _ in range(8):
+        if f is None:
+            return 0
+        if f.f_code.co_filename == SOLUTION:
+            return f.f_lineno
+        f = f.f_back
+    return 0
+
+
+# --------------------------------------------------------------------------------------- tracked memory
+class Tracker:
+    """Access history of one array (global: per launch; shared: per block) and its counters."""
+
+    __slots__ = ("array_name", "coalesce", "hist", "label", "per_thread", "space", "stats", "written")
+
+    def __init__(self, label: str, space: str) -> None:
+        self.label = label
+        self.array_name = label
+        self.space = space
+        self.hist: dict[int, list[tuple[str, int, int, int, int]]] = {}
+        self.written: set[int] | None = set() if space == "shared" else None
+        self.per_thread: dict[tuple[int, int], int] = {}  # (block, tid) -> loads
+        self.coalesce: dict[tuple[int, int, int, int, str], set[int]] = {}  # (block, warp, line, k, kind)
+        self.stats = REPORT_STATS(space)
+
+
+def REPORT_STATS(space: str) -> dict[str, Any]:  # noqa: N802 - a constructor-like helper
+    base: dict[str, Any] = {"loads": 0, "stores": 0, "atomics": 0, "max_loads_per_thread": 0}
+    if space == "global":
+        base |= {"load_requests": 0, "load_sectors": 0, "store_requests": 0, "store_sectors": 0,
+                 "worst_load": None, "worst_store": None}  # fmt: skip
+    else:
+        base |= {"requests": 0, "wavefronts": 0, "max_ways": 1, "worst_conflict": None}
+    return base
+
+
+def record(tr: Tracker, flat: int, kind: str, itemsize: int, t: SimThread, store: bool) -> None:
+    """Count the access, look for a conflicting one in the history, remember it.
+
+    An atomic is a read and a write of the element; it is counted once, on its write.
+    """
+    line = solution_line()
+    st = tr.stats
+    if kind == "a":
+        if not store:
+            return
+        st["atomics"] += 1
+        REPORT["atomics"] += 1
+    elif kind == "r":
+        st["loads"] += 1
+        if tr.space == "global":
+            key = (t.block, t.tid)
+            n = tr.per_thread.get(key, 0) + 1
+            tr.per_thread[key] = n
+            if n > st["max_loads_per_thread"]:
+                st["max_loads_per_thread"] = n
+    else:
+        st["stores"] += 1
+    # initcheck (shared): a read of an element no thread of this block has written
+    if tr.written is not None:
+        if kind == "r" and flat not in tr.written:
+            REPORT["uninit_count"] += 1
+            if len(REPORT["uninit"]) < MAX_REPORTS:
+                REPORT["uninit"].append(
+                    f"{t.name()} read `{tr.array_name}` element {flat} at line {line} before any thread of "
+                    "its block wrote it (shared memory starts with garbage)"
+                )
+        elif kind != "r":
+            tr.written.add(flat)
+    # racecheck
+    hist = tr.hist.get(flat)
+    if hist is None:
+        hist = []
+        tr.hist[flat] = hist
+    else:
+        keep = []
+        for rec in hist:
+            k2, b2, p2, t2, l2 = rec
+            if b2 == t.block and p2 < t.phase:
+                continue  # ordered by a barrier of this block: forget it
+            keep.append(rec)
+            if t2 == t.tid and b2 == t.block:
+                continue
+            if (k2 == "r" and kind == "r") or (k2 == "a" and kind == "a"):
+                continue
+            if b2 != t.block or p2 == t.phase:
+                report_race(tr, flat, rec, (kind, t.block, t.phase, t.tid, line), t)
+        hist[:] = keep
+    # keep at most two distinct threads per (kind, block, phase): enough to tell "another thread"
+    same = [r for r in hist if r[0] == kind and r[1] == t.block and r[2] == t.phase]
+    if len(same) < 2 and all(r[3] != t.tid for r in same):
+        hist.append((kind, t.block, t.phase, t.tid, line))
+    # coalescing (global) / bank conflicts (shared): group the k-th execution of a line by a warp
+    k = t.lines.get(line, 0)
+    t.lines[line] = k + 1
+    ckey = (t.block, t.warp, line, k, kind)
+    addrs = tr.coalesce.get(ckey)
+    if addrs is None:
+        addrs = set()
+        tr.coalesce[ckey] = addrs
+    addrs.add(flat * itemsize)
+    if len(tr.coalesce) > 200_000:
+        flush_coalescing(tr)
+
+
+def thread_name(block: int, tid: int) -> str:
+    launch = STATE["launch"]
+    bd = launch.block
+    gx, gy = launch.grid[0], launch.grid[1]
+    b = (block % gx, (block // gx) % gy, block // (gx * gy))
+    t = (tid % bd[0], (tid // bd[0]) % bd[1], tid // (bd[0] * bd[1]))
+    short = f"({t[0]},{t[1]})" if bd[2] == 1 else f"({t[0]},{t[1]},{t[2]})"
+    if launch.grid == (1, 1, 1):
+        return f"thread {short}"
+    return f"thread {short} of block ({b[0]},{b[1]})"
+
+
+KIND = {"r": "read", "w": "write", "a": "atomic"}
+
+
+def report_race(tr: Tracker, flat: int, first: tuple[str, int, int, int, int],
+                second: tuple[str, int, int, int, int], t: SimThread) -> None:  # fmt: skip
+    REPORT["race_count"] += 1
+    if len(REPORT["races"]) >= MAX_REPORTS:
+        return
+    k1, b1, _, t1, l1 = first
+    k2, b2, _, t2, l2 = second
+    where = f"element {flat}"
+    if b1 != b2:
+        hint = "different blocks of one launch are not ordered: combine their results in a second launch or with atomics"
+    elif tr.space == "shared":
+        hint = "missing cuda.syncthreads()?"
+    else:
+        hint = "missing cuda.syncthreads() or an atomic?"
+    space = "shared array" if tr.space == "shared" else "global array"
+    REPORT["races"].append(
+        f"race on {space} `{tr.array_name}` {where} between {thread_name(b1, t1)} {KIND[k1]} at line {l1} "
+        f"and {thread_name(b2, t2)} {KIND[k2]} at line {l2} with no barrier in between, {hint}"
+    )
+
+
+def flush_coalescing(tr: Tracker) -> None:
+    """Turn the grouped warp accesses into sectors (global) or bank-conflict ways (shared)."""
+    st = tr.stats
+    for (_, _, line, _, kind), addrs in tr.coalesce.items():
+        if tr.space == "global":
+            sectors = len({a // 32 for a in addrs})
+            which = "load" if kind == "r" else "store"
+            st[f"{which}_requests"] += 1
+            st[f"{which}_sectors"] += sectors
+            worst = st[f"worst_{which}"]
+            if worst is None or sectors > worst[0]:
+                st[f"worst_{which}"] = [sectors, line]
+        else:
+            words = {a // 4 for a in addrs}
+            per_bank: dict[int, int] = {}
+            for w in words:
+                per_bank[w % 32] = per_bank.get(w % 32, 0) + 1
+            ways = max(per_bank.values())
+            st["requests"] += 1
+            st["wavefronts"] += ways
+            if ways > st["max_ways"]:
+                st["max_ways"] = ways
+                st["worst_conflict"] = [ways, line, KIND[kind]]
+    tr.coalesce.clear()
+
+
+def flat_index(shape: tuple[int, ...], idx: Any, name: str) -> int:
+    """A row-major element number, with CUDA's rules: integers only, in bounds, no negative wrap-around."""
+    if not isinstance(idx, tuple):
+        idx = (idx,)
+    if len(idx) != len(shape):
+        raise KernelError(
+            f"`{name}` has {len(shape)} dimension(s) but was indexed with {len(idx)} index(es); index every "
+            "dimension with integers"
+        )
+    flat = 0
+    for d, (i, n) in enumerate(zip(idx, shape, strict=True)):
+        if isinstance(i, (bool, np.bool_)) or not isinstance(i, (int, np.integer)):
+            raise KernelError(
+                f"index {i!r} into `{name}` is a {type(i).__name__}; kernels index arrays with integers "
+                "(no slices or float indices)"
+            )
+        i = int(i)
+        if i < 0 or i >= n:
+            t = STATE["launch"].cur if STATE["launch"] is not None else None
+            who = f" by {t.name()}" if t is not None else ""
+            raise KernelError(
+                f"out-of-bounds access `{name}`[{', '.join(str(int(v)) for v in idx)}] (dimension {d} has size "
+                f"{n}){who} at line {solution_line()}: on a GPU this reads or corrupts other memory; guard it "
+                "with an index check"
+            )
+        flat = flat * n + i
+    return flat
+
+
+class KernelArray:
+    """What a kernel sees for a device array argument (or a row of one): element access, recorded."""
+
+    __slots__ = ("_a", "_base", "_name", "_prefix", "_tr")
+
+    def __init__(self, a: np.ndarray, tr: Tracker, name: str, prefix: tuple[int, ...] = (), base: Any = None):
+        self._a = a
+        self._tr = tr
+        self._name = name
+        self._prefix = prefix
+        self._base = base if base is not None else a
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self._a.shape)
+
+    @property
+    def size(self) -> int:
+        return int(self._a.size)
+
+    @property
+    def ndim(self) -> int:
+        return int(self._a.ndim)
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._a.dtype
+
+    def __len__(self) -> int:
+        return int(self._a.shape[0])
+
+    def _flat(self, idx: Any) -> int:
+        if not isinstance(idx, tuple):
+            idx = (idx,)
+        full = self._prefix + idx
+        return flat_index(self._base.shape, full, self._name)
+
+    def __getitem__(self, idx: Any) -> Any:
+        if self._a.ndim > 1 and (isinstance(idx, (int, np.integer)) or (isinstance(idx, tuple)
+                                 and len(idx) < self._a.ndim)):  # fmt: skip
+            sub = idx if isinstance(idx, tuple) else (idx,)
+            flat_index(self._a.shape[: len(sub)], sub, self._name)  # bounds of the row index
+            return KernelArray(self._a[sub], self._tr, self._name, self._prefix + tuple(int(i) for i in sub),
+                               self._base)  # fmt: skip
+        t = cur_or_host(self._name)
+        flat = self._flat(idx)
+        record(self._tr, flat, "a" if t.atomic else "r", self._a.itemsize, t, False)
+        return self._base.flat[flat]
+
+    def __setitem__(self, idx: Any, value: Any) -> None:
+        t = cur_or_host(self._name)
+        flat = self._flat(idx)
+        record(self._tr, flat, "a" if t.atomic else "w", self._a.itemsize, t, True)
+        self._base.flat[flat] = value
+
+    def __iter__(self) -> Any:
+        raise KernelError(f"iterating over `{self._name}` is not a GPU operation: index it element by element")
+
+    def __array__(self, *args: Any, **kwargs: Any) -> Any:
+        raise KernelError(f"`{self._name}` cannot be used as a NumPy array inside a kernel: index it")
+
+
+def cur_or_host(name: str) -> SimThread:
+    launch = STATE["launch"]
+    if launch is None or launch.cur is None:
+        raise HostAccessError(
+            f"device array `{name}` was accessed outside a kernel: device memory is not readable on the host"
+        )
+    return launch.cur
+
+
+class SharedSite:
+    """One ``cuda.shared.array`` declaration of a launch: a fresh array and history for each block."""
+
+    def __init__(self, name: str, shape: tuple[int, ...], dtype: np.dtype, line: int) -> None:
+        self.name = name
+        self.shape = shape
+        self.dtype = dtype
+        self.line = line
+        self.block = -1
+        self.array: KernelArray | None = None
+        self.stats = REPORT["shared"].setdefault(
+            name, REPORT_STATS("shared") | {"shape": list(shape), "dtype": str(dtype), "line": line}
+        )
+
+    def for_block(self, block: int) -> KernelArray:
+        if self.block != block or self.array is None:
+            if self.array is not None:
+                flush_coalescing(self.array._tr)
+            a = np.empty(self.shape, self.dtype)
+            a.fill(np.nan if a.dtype.kind == "f" else GARBAGE_INT % (1 << (8 * a.itemsize - 1)))
+            tr = Tracker(self.name, "shared")
+            tr.stats = self.stats
+            self.array = KernelArray(a, tr, self.name)
+            self.block = block
+        return self.array
+
+
+_NAME_RE = re.compile(r"(\w+)\s*(?::[^=]*)?=\s*[\w.]*shared\.array")
+
+
+class SharedFactory:
+    """``cuda.shared.array`` for the simulator: one tracked array per declaration and block."""
+
+    def array(self, shape: Any, dtype: Any) -> KernelArray:
+        launch: Launch = STATE["launch"]
+        t = cur()
+        f = sys._getframe(1)
+        key = (f.f_code.co_filename, f.f_lineno)
+        site = launch.shared_sites.get(key)
+        if site is None:
+            shp = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
+            if any(s <= 0 for s in shp):
+                raise KernelError(
+                    f"cuda.shared.array at line {f.f_lineno} has shape {shp}: dynamic (size 0) shared memory "
+                    "is not supported here; give it a static shape from a module-level constant"
+                )
+            dt = np.dtype(_as_np_dtype(dtype))
+            m = _NAME_RE.search(linecache.getline(f.f_code.co_filename, f.f_lineno))
+            name = m.group(1) if m else f"shared@line{f.f_lineno}"
+            nbytes = int(np.prod(shp)) * dt.itemsize
+            launch.shared_bytes += nbytes
+            if launch.shared_bytes > MAX_SHARED_BYTES:
+                raise KernelError(
+                    f"shared memory per block is {launch.shared_bytes} bytes after `{name}` (line {f.f_lineno});"
+                    f" the static limit is {MAX_SHARED_BYTES} bytes (48 KiB)"
+                )
+            site = SharedSite(name, shp, dt, f.f_lineno)
+            launch.shared_sites[key] = site
+        return site.for_block(t.block)
+
+
+def _as_np_dtype(dtype: Any) -> Any:
+    from numba.core import types
+    from numba.np import numpy_support
+
+    if isinstance(dtype, types.Type):
+        return numpy_support.as_dtype(dtype)
+    return dtype
+
+
+# ------------------------------------------------------------------------------------------ the scheduler
+def barrier() -> None:
+    t = cur()
+    parent = t.glet.parent
+    parent.switch("barrier")
+
+
+def _sync_reduce(value: Any, op: str) -> int:
+    t = cur()
+    t.value = value
+    barrier()
+    launch: Launch = STATE["launch"]
+    vals = [th.value for th in launch.block_threads]
+    barrier()
+    if op == "count":
+        return sum(1 for v in vals if v)
+    if op == "and":
+        return int(all(vals))
+    return int(any(vals))
+
+
+def run_block(launch: Launch, fn: Any, args: list[Any], block_no: int, bidx: tuple[int, int, int]) -> None:
+    """Run one block: every thread until its next barrier, in thread order, until all have finished."""
+    bd = launch.block
+    threads = []
+    for z in range(bd[2]):
+        for y in range(bd[1]):
+            for x in range(bd[0]):
+                t = SimThread(block_no, bidx, (x, y, z), bd)  # type: ignore[arg-type]
+                t.glet = greenlet.greenlet(lambda: fn(*args))
+                threads.append(t)
+    launch.block_threads = threads
+    launch.block_no = block_no
+    runnable = threads
+    exited: list[SimThread] = []
+    diverged = False
+    while runnable:
+        waiting = []
+        for t in runnable:
+            launch.cur = t
+            try:
+                t.glet.switch()
+            except KernelError:
+                raise
+            except Exception as e:
+                raise KernelError(f"{t.name()} raised {type(e).__name__}: {e}{_where(e)}") from None
+            finally:
+                launch.cur = None
+            if t.glet.dead:
+                exited.append(t)
+            else:
+                waiting.append(t)
+        if waiting:
+            REPORT["barriers"] += 1
+            if exited and not diverged and len(REPORT["divergence"]) < MAX_REPORTS:
+                diverged = True
+                e, w = exited[0], waiting[0]
+                REPORT["divergence"].append(
+                    f"barrier divergence in block {_fmt(w.blockIdx)}: thread {_fmt(e.threadIdx)} exited after "
+                    f"{e.phase} cuda.syncthreads() call(s) while thread {_fmt(w.threadIdx)} waits at call "
+                    f"{w.phase + 1}: every thread of a block must reach every barrier (guard the work, do not "
+                    "return early before a cuda.syncthreads())"
+                )
+            for t in waiting:
+                t.phase += 1
+        runnable = waiting
+    launch.block_threads = []
+
+
+def _fmt(d: Any) -> str:
+    return f"({d.x},{d.y},{d.z})"
+
+
+def _where(e: BaseException) -> str:
+    frames = [f for f in traceback.extract_tb(e.__traceback__) if f.filename == SOLUTION]
+    return f" at line {frames[-1].lineno}" if frames else ""
+
+
+def _dims(v: Any, what: str) -> tuple[int, int, int]:
+    if isinstance(v, (int, np.integer)):
+        v = (v,)
+    try:
+        dims = tuple(int(x) for x in v)
+    except TypeError as e:
+        raise KernelError(f"the {what} dimensions {v!r} must be an int or a tuple of up to 3 ints") from e
+    if not 1 <= len(dims) <= 3 or any(not isinstance(x, (int, np.integer)) for x in v):
+        raise KernelError(f"the {what} dimensions {v!r} must be an int or a tuple of up to 3 ints")
+    if any(d <= 0 for d in dims):
+        raise KernelError(
+            f"launch with {what} dimensions {dims}: a zero-sized {what} is an invalid configuration "
+            "(cudaErrorInvalidConfiguration); handle empty inputs before launching"
+        )
+    return (dims + (1, 1))[:3]  # type: ignore[return-value]
+
+
+def launch_kernel(self: Any, *args: Any) -> None:
+    """Replaces FakeCUDAKernel.__call__: check the configuration, wrap the arguments, run the blocks."""
+    if self._device:
+        with sim_kernel.swapped_cuda_module(self.fn, sim_kernel._get_kernel_context()):
+            return self.fn(*args)
+    if STATE["launch"] is not None:
+        raise KernelError("a kernel was launched from inside a kernel: launch kernels from the host function")
+    if self.grid_dim is None or self.block_dim is None:
+        raise KernelError(f"kernel `{self.fn.__name__}` launched without a configuration: use kernel[blocks, threads](...)")
+    grid = _dims(self.grid_dim, "grid")
+    block = _dims(self.block_dim, "block")
+    name = self.fn.__name__
+    nthreads_block = block[0] * block[1] * block[2]
+    if any(b > m for b, m in zip(block, MAX_BLOCK_DIM, strict=True)) or nthreads_block > MAX_THREADS_PER_BLOCK:
+        raise KernelError(
+            f"`{name}` launched with blocks of {block} = {nthreads_block} threads; a block holds at most 1024 "
+            "threads (and z at most 64)"
+        )
+    total = nthreads_block * grid[0] * grid[1] * grid[2]
+    if total > MAX_THREADS_PER_LAUNCH:
+        raise KernelError(
+            f"`{name}` launched {total} threads; this simulator runs at most {MAX_THREADS_PER_LAUNCH} per launch: "
+            "size the grid from the input (blocks = ceil(n / threads)), not a fixed large number"
+        )
+    launch = Launch(name, grid, block)
+    REPORT["launches"].append({"kernel": name, "grid": list(grid), "block": list(block), "threads": total})
+    trackers: list[Tracker] = []
+    kargs: list[Any] = []
+    for i, a in enumerate(args):
+        if isinstance(a, DeviceArray):
+            label = a._label
+            tr = Tracker(label, "global")
+            tr.stats = REPORT["arrays"].setdefault(label, REPORT_STATS("global"))
+            trackers.append(tr)
+            kargs.append(KernelArray(a._a, tr, label))
+        elif isinstance(a, (bool, int, float, np.bool_, np.integer, np.floating)):
+            kargs.append(a)
+        elif isinstance(a, np.ndarray):
+            raise KernelError(
+                f"argument {i + 1} of `{name}` is a host NumPy array: pass device arrays "
+                "(cuda.to_device / cuda.device_array) to kernels"
+            )
+        else:
+            raise KernelError(
+                f"argument {i + 1} of `{name}` is a {type(a).__name__}: kernels take device arrays and numbers"
+            )
+    fake = sim_api.FakeCUDAModule(grid, block, 0)
+    STATE["launch"] = launch
+    try:
+        with sim_kernel._push_kernel_context(fake), sim_kernel.swapped_cuda_module(self.fn, fake):
+            block_no = 0
+            for bz in range(grid[2]):
+                for by in range(grid[1]):
+                    for bx in range(grid[0]):
+                        run_block(launch, self.fn, kargs, block_no, (bx, by, bz))
+                        block_no += 1
+                        for tr in trackers:
+                            flush_coalescing(tr)
+                        for site in launch.shared_sites.values():
+                            if site.array is not None:
+                                flush_coalescing(site.array._tr)
+    finally:
+        STATE["launch"] = None
+    for tr in trackers:
+        flush_coalescing(tr)
+    return None
+
+
+# Kernel-side API: what FakeCUDAModule reads from threading.current_thread() comes from the scheduler.
+sim_api.FakeCUDAModule.threadIdx = property(lambda self: cur().threadIdx)  # type: ignore[assignment]
+sim_api.FakeCUDAModule.blockIdx = property(lambda self: cur().blockIdx)  # type: ignore[assignment]
+sim_api.FakeCUDAModule.laneid = property(lambda self: cur().lane)  # type: ignore[assignment]
+sim_api.FakeCUDAModule.shared = property(lambda self: SHARED)  # type: ignore[assignment]
+sim_api.FakeCUDAModule.syncthreads = lambda self: barrier()  # type: ignore[assignment]
+sim_api.FakeCUDAModule.syncthreads_count = lambda self, v: _sync_reduce(v, "count")  # type: ignore[assignment]
+sim_api.FakeCUDAModule.syncthreads_and = lambda self, v: _sync_reduce(v, "and")  # type: ignore[assignment]
+sim_api.FakeCUDAModule.syncthreads_or = lambda self, v: _sync_reduce(v, "or")  # type: ignore[assignment]
+
+
+def _no_grid_sync(self: Any) -> None:
+    raise KernelError("grid-wide synchronisation is not supported here: split the work into two launches")
+
+
+sim_api.GridGroup.sync = _no_grid_sync  # type: ignore[method-assign]
+SHARED = SharedFactory()
+sim_kernel.FakeCUDAKernel.__call__ = launch_kernel  # type: ignore[method-assign]
+
+
+def _atomic(fn: Any) -> Any:
+    def wrapped(self: Any, *args: Any) -> Any:
+        t = cur()
+        t.atomic += 1
+        try:
+            return fn(self, *args)
+        finally:
+            t.atomic -= 1
+
+    return wrapped
+
+
+for _name in ("add", "sub", "and_", "or_", "xor", "inc", "dec", "exch", "max", "min", "nanmax", "nanmin",
+              "compare_and_swap", "cas"):  # fmt: skip
+    setattr(sim_api.FakeCUDAAtomic, _name, _atomic(getattr(sim_api.FakeCUDAAtomic, _name)))
+
+
+# -------------------------------------------------------------------------------------- host-side arrays
+class DeviceArray:
+    """A device allocation as the host sees it: shape and dtype, copies in, never a read of its contents."""
+
+    __slots__ = ("_a", "_label")
+
+    def __init__(self, a: np.ndarray, label: str) -> None:
+        self._a = a
+        self._label = label
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self._a.shape)
+
+    @property
+    def size(self) -> int:
+        return int(self._a.size)
+
+    @property
+    def ndim(self) -> int:
+        return int(self._a.ndim)
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._a.dtype
+
+    @property
+    def nbytes(self) -> int:
+        return int(self._a.nbytes)
+
+    def __len__(self) -> int:
+        return int(self._a.shape[0])
+
+    def _denied(self, what: str) -> HostAccessError:
+        return HostAccessError(
+            f"{what} of device array `{self._label}` on the host: in this task the result must be computed by "
+            "kernels on the device, so device memory is never read back in your host function"
+        )
+
+    def __getitem__(self, idx: Any) -> Any:
+        raise self._denied("indexing")
+
+    def __setitem__(self, idx: Any, value: Any) -> None:
+        raise self._denied("writing an element")
+
+    def __iter__(self) -> Any:
+        raise self._denied("iterating")
+
+    def __array__(self, *args: Any, **kwargs: Any) -> Any:
+        raise self._denied("converting to NumPy")
+
+    def __bool__(self) -> bool:
+        return True
+
+    def copy_to_host(self, *args: Any, **kwargs: Any) -> Any:
+        raise self._denied("copy_to_host")
+
+    def copy_to_device(self, ary: Any, stream: Any = 0) -> None:
+        src = ary._a if isinstance(ary, DeviceArray) else np.asarray(ary)
+        if src.shape != self._a.shape:
+            raise ValueError(f"copy_to_device: shape {src.shape} does not match the device array's {self._a.shape}")
+        np.copyto(self._a, src, casting="same_kind")
+
+    def __repr__(self) -> str:
+        return f"<device array `{self._label}` {self._a.dtype} {tuple(self._a.shape)}>"
+
+
+_SCRATCH = [0]
+
+
+def _garbage(shape: Any, dtype: Any) -> np.ndarray:
+    a = np.empty(shape, dtype=_as_np_dtype(dtype))
+    if a.dtype.kind == "f":
+        a.fill(np.nan)
+    elif a.dtype.kind in "iu":
+        a.fill(GARBAGE_INT % (1 << (8 * a.itemsize - 1)))
+    return a
+
+
+def _scratch_label() -> str:
+    _SCRATCH[0] += 1
+    return f"scratch{_SCRATCH[0]}"
+
+
+def device_array(shape: Any, dtype: Any = np.float64, strides: Any = None, order: str = "C", stream: Any = 0) -> DeviceArray:
+    return DeviceArray(_garbage(shape, dtype), _scratch_label())
+
+
+def device_array_like(ary: Any, stream: Any = 0) -> DeviceArray:
+    return DeviceArray(_garbage(ary.shape, ary.dtype), _scratch_label())
+
+
+def to_device(obj: Any, stream: Any = 0, copy: bool = True, to: Any = None) -> DeviceArray:
+    src = obj._a if isinstance(obj, DeviceArray) else np.asarray(obj)
+    if src.dtype.kind not in "biuf":
+        raise TypeError(f"cuda.to_device got dtype {src.dtype}; copy numeric arrays")
+    if to is not None:
+        to.copy_to_device(src)
+        return to
+    return DeviceArray(np.array(src, copy=True), _scratch_label())
+
+
+def _unsupported(name: str) -> Any:
+    def fn(*args: Any, **kwargs: Any) -> Any:
+        raise HostAccessError(
+            f"cuda.{name} is host-visible memory; this task needs device memory (cuda.device_array / to_device)"
+        )
+
+    return fn
+
+
+cuda.device_array = device_array
+cuda.device_array_like = device_array_like
+cuda.to_device = to_device
+cuda.mapped_array = _unsupported("mapped_array")
+cuda.managed_array = _unsupported("managed_array")
+
+
+# ---------------------------------------------------------------------------------------------- the runner
+def _load() -> Any:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("solution", SOLUTION)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["solution"] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _short_tb(exc: BaseException) -> str:
+    if isinstance(exc, (KernelError, HostAccessError)):
+        return str(exc)[:1200]
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == SOLUTION]
+    where = f" (solution.py line {frames[-1].lineno})" if frames else ""
+    text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    return text[:1000] + where
+
+
+def wait_for_go() -> None:
+    while not os.path.exists(".go"):
+        time.sleep(0.002)
+
+
+def main() -> None:
+    global REPORT
+    wait_for_go()
+    with open("spec.json") as fh:
+        spec = json.load(fh)
+    inputs = np.load("inputs.npz", allow_pickle=False)
+    res = open("results.jsonl", "w")  # noqa: SIM115 - kept open for the whole run, flushed per line
+
+    def emit(d: dict[str, Any]) -> None:
+        res.write(json.dumps(d) + "\n")
+        res.flush()
+
+    try:
+        mod = _load()
+    except BaseException as e:
+        emit({"case": "__import__", "error": _short_tb(e)})
+        return
+    for i, case in enumerate(spec["cases"]):
+        REPORT = new_report()
+        _SCRATCH[0] = 0
+        kwargs: dict[str, Any] = dict(case.get("scalars", {}))
+        originals: dict[str, np.ndarray] = {}
+        outs: dict[str, DeviceArray] = {}
+        for arg in case["inputs"]:
+            a = np.array(inputs[f"{case['name']}__{arg}"])
+            originals[arg] = a.copy()
+            kwargs[arg] = DeviceArray(a, arg)
+        for arg, (shape, dtype) in case["outputs"].items():
+            outs[arg] = DeviceArray(_garbage(tuple(shape), dtype), arg)
+            kwargs[arg] = outs[arg]
+        start = time.perf_counter()
+        record_out: dict[str, Any] = {"case": case["name"]}
+        try:
+            fn = getattr(mod, case["func"])
+            fn(**kwargs)
+        except BaseException as e:
+            record_out["error"] = _short_tb(e)
+        record_out["seconds"] = time.perf_counter() - start
+        record_out["modified_inputs"] = [
+            k for k, a in originals.items() if not np.array_equal(kwargs[k]._a, a, equal_nan=True)
+        ]
+        record_out["report"] = REPORT
+        if "error" not in record_out:
+            np.savez(f"out{i}.npz", **{f"r{j}": outs[k]._a for j, k in enumerate(case["outputs"])})  # type: ignore[arg-type]
+        emit(record_out)
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
