@@ -88,7 +88,9 @@ class KResult:
         return total
 
 
-def run_cases(sandbox: Sandbox, code: str, cases: list[KCase], limits: Limits) -> tuple[dict[str, KResult], RunResult]:
+def run_cases(
+    sandbox: Sandbox, code: str, cases: list[KCase], limits: Limits
+) -> tuple[dict[str, KResult], RunResult]:
     """Run every case in one box; return per-case results (a missing case gets an error)."""
     inputs: dict[str, np.ndarray] = {}
     for c in cases:
@@ -225,8 +227,11 @@ def safety_tests(results: list[KResult]) -> list[TestResult]:
     )
     div, _ = _first(results, "divergence")
     tests.append(
-        TestResult(name="every thread of a block reaches every cuda.syncthreads() (synccheck)", passed=div is None,
-                   message=div or "")  # fmt: skip
+        TestResult(
+            name="every thread of a block reaches every cuda.syncthreads() (synccheck)",
+            passed=div is None,
+            message=div or "",
+        )  # fmt: skip
     )
     un, n_un = _first(results, "uninit", "uninit_count")
     tests.append(
@@ -252,7 +257,11 @@ def shared_memory_test(results: list[KResult], *, need_barrier: bool = True) -> 
     ran = [r for r in results if r.error is None and r.launches()]
     bad = []
     for r in ran:
-        loads = sum(float(s.get("loads", 0) or 0) for s in r.shared().values() if isinstance(s.get("loads", 0), (int, float)))
+        loads = sum(
+            float(s.get("loads", 0) or 0)
+            for s in r.shared().values()
+            if isinstance(s.get("loads", 0), (int, float))
+        )
         if loads <= 0 or (need_barrier and r.num("barriers") <= 0):
             bad.append(r.case.name)
     passed = bool(ran) and not bad
@@ -273,14 +282,20 @@ def spread_test(res: KResult, array: str, bound: int, what: str) -> TestResult:
     """No thread loads more than ``bound`` elements of ``array``: the work is split over many threads."""
     name = f"the work is spread over threads (no thread loads more than {bound} elements of `{array}`)"
     if res.error is not None:
-        return TestResult(name=name, passed=False, message=f"case {res.case.name} did not run: {res.error[:200]}")
+        return TestResult(
+            name=name, passed=False, message=f"case {res.case.name} did not run: {res.error[:200]}"
+        )
     got = int(res.num("arrays", array, "max_loads_per_thread"))
     if got == 0:
-        return TestResult(name=name, passed=False, message=f"no kernel read `{array}` in case {res.case.name}")
+        return TestResult(
+            name=name, passed=False, message=f"no kernel read `{array}` in case {res.case.name}"
+        )
     return TestResult(
         name=name,
         passed=got <= bound,
-        message="" if got <= bound else f"one thread loaded {got} elements of `{array}` in case {res.case.name} "
+        message=""
+        if got <= bound
+        else f"one thread loaded {got} elements of `{array}` in case {res.case.name} "
         f"({what}); launch enough threads that each handles a small share",
     )
 
@@ -309,3 +324,41 @@ def limits(task: TaskInfo) -> Limits:
 def prepare(task: TaskInfo, sandbox: Sandbox) -> None:
     """Pre-start a box with NumPy, Numba's simulator and greenlet imported."""
     sandbox.prewarm({"harness.py": HARNESS.read_bytes()}, ARGV, limits(task))
+
+
+Checker = Callable[[dict[str, np.ndarray]], str | None]
+
+
+def grade_cases(
+    task: TaskInfo,
+    code: str,
+    sandbox: Sandbox,
+    labelled: list[tuple[str, KCase, Checker]],
+    extra: Callable[[list[KResult]], list[TestResult]],
+) -> Verdict:
+    """The common flow: policy check, one box for all cases, correctness per case, then ``extra`` tests."""
+    start = time.monotonic()
+    bad = lint(task, code, start)
+    if bad is not None:
+        return bad
+    results, run = run_cases(sandbox, code, [c for _, c, _ in labelled], limits(task))
+    ordered = [results[c.name] for _, c, _ in labelled]
+    tests = [case_test(results[c.name], label, chk) for label, c, chk in labelled]
+    tests += safety_tests(ordered)
+    tests += extra(ordered)
+    return finish(task, tests, run, start)
+
+
+def loads_per_element_test(results: list[KResult], array: str, limit: float, why: str) -> TestResult:
+    """Global loads of ``array`` divided by its size, over all cases, at most ``limit``."""
+    loads = sum(r.num("arrays", array, "loads") for r in results if r.error is None)
+    size = sum(r.case.inputs[array].size for r in results if r.error is None)
+    name = f"reads each element of `{array}` from global memory at most {limit:g} times"
+    if size == 0:
+        return TestResult(name=name, passed=False, message="no case ran")
+    per = loads / size
+    return TestResult(
+        name=name,
+        passed=per <= limit + 1e-9,
+        message="" if per <= limit + 1e-9 else f"`{array}` was read {per:.2f} times per element; {why}",
+    )

@@ -149,7 +149,11 @@ def _scan_module(tree: ast.Module, problems: list[str]) -> Module:
                     if isinstance(n, ast.Name):
                         mod.assigned[n.id] = mod.assigned.get(n.id, 0) + 1
             value = node.value
-            if value is not None and all(isinstance(t, ast.Name) for t in targets) and _constant_expr(value, mod):
+            if (
+                value is not None
+                and all(isinstance(t, ast.Name) for t in targets)
+                and _constant_expr(value, mod)
+            ):
                 for t in targets:
                     assert isinstance(t, ast.Name)
                     mod.constants.add(t.id)
@@ -174,11 +178,15 @@ def _check_attribute(node: ast.Attribute, mod: Module, in_kernel: bool, problems
     if root in mod.cuda:
         top = parts[0]
         if top not in CUDA_TOP:
-            problems.append(f"line {line}: `cuda.{'.'.join(parts)}` is not part of the CUDA API this task allows")
+            problems.append(
+                f"line {line}: `cuda.{'.'.join(parts)}` is not part of the CUDA API this task allows"
+            )
         elif in_kernel and top in CUDA_HOST_ONLY:
             problems.append(f"line {line}: `cuda.{top}` is host-side API; it cannot be used inside a kernel")
         elif len(parts) > 1 and (top not in CUDA_SUB or parts[1] not in CUDA_SUB[top] or len(parts) > 2):
-            problems.append(f"line {line}: `cuda.{'.'.join(parts)}` is not part of the CUDA API this task allows")
+            problems.append(
+                f"line {line}: `cuda.{'.'.join(parts)}` is not part of the CUDA API this task allows"
+            )
     elif root in mod.numpy:
         allowed = NUMPY_DEVICE if in_kernel else NUMPY_HOST
         if parts[0] not in allowed:
@@ -228,7 +236,9 @@ def _check_kernel(fn: ast.FunctionDef, mod: Module, problems: list[str]) -> None
                     "arrays as arguments"
                 )
             else:
-                problems.append(f"line {node.lineno}: `{n}` is not available inside a CUDA kernel (`{fn.name}`)")
+                problems.append(
+                    f"line {node.lineno}: `{n}` is not available inside a CUDA kernel (`{fn.name}`)"
+                )
         elif isinstance(node, ast.Attribute):
             _check_attribute(node, mod, True, problems)
 
@@ -264,9 +274,7 @@ def check(code: str) -> list[str]:
                 _check_attribute(node, mod, False, problems)
         elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
             names.append(node.name)
-        elif isinstance(node, ast.arg):
-            names.append(node.arg)
-        elif isinstance(node, ast.keyword) and node.arg:
+        elif isinstance(node, ast.arg) or (isinstance(node, ast.keyword) and node.arg):
             names.append(node.arg)
         elif isinstance(node, ast.alias):
             names += [node.name.split(".")[0], node.asname or ""]
@@ -284,4 +292,3 @@ def check(code: str) -> list[str]:
     if not mod.cuda:
         problems.append("import the device API with `from numba import cuda`")
     return list(dict.fromkeys(problems))  # unique, in order
-

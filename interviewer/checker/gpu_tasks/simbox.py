@@ -27,19 +27,19 @@ os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
 os.environ.setdefault("NUMBA_CACHE_DIR", os.path.abspath(".numba-cache"))
 os.environ.setdefault("NUMBA_DISABLE_PERFORMANCE_WARNINGS", "1")
 
-import json  # noqa: E402
-import linecache  # noqa: E402
-import re  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
-import traceback  # noqa: E402
-from typing import Any  # noqa: E402
+import json
+import linecache
+import re
+import sys
+import time
+import traceback
+from typing import Any
 
-import greenlet  # noqa: E402
-import numpy as np  # noqa: E402
-from numba import cuda  # noqa: E402
-from numba.cuda.simulator import kernel as sim_kernel  # noqa: E402
-from numba.cuda.simulator import kernelapi as sim_api  # noqa: E402
+import greenlet
+import numpy as np
+from numba import cuda
+from numba.cuda.simulator import kernel as sim_kernel
+from numba.cuda.simulator import kernelapi as sim_api
 
 SOLUTION = os.path.abspath("solution.py")
 MAX_THREADS_PER_BLOCK = 1024
@@ -62,8 +62,20 @@ class HostAccessError(Exception):
 class SimThread:
     """One simulated CUDA thread: its indices, barrier count and greenlet."""
 
-    __slots__ = ("atomic", "bdim", "block", "blockIdx", "glet", "lane", "lines", "phase", "tid", "threadIdx",
-                 "value", "warp")  # fmt: skip
+    __slots__ = (
+        "atomic",
+        "bdim",
+        "block",
+        "blockIdx",
+        "glet",
+        "lane",
+        "lines",
+        "phase",
+        "threadIdx",
+        "tid",
+        "value",
+        "warp",
+    )  # fmt: skip
 
     def __init__(self, block: int, block_idx: tuple[int, int, int], tidx: tuple[int, int, int],
                  bdim: tuple[int, int, int]) -> None:  # fmt: skip
@@ -94,7 +106,7 @@ class Launch:
         self.grid = grid
         self.block = block
         self.cur: SimThread | None = None
-        self.shared_sites: dict[tuple[str, int], "SharedSite"] = {}
+        self.shared_sites: dict[tuple[str, int], SharedSite] = {}
         self.shared_bytes = 0
         self.block_no = -1
         self.block_threads: list[SimThread] = []
@@ -156,7 +168,7 @@ class Tracker:
         self.stats = REPORT_STATS(space)
 
 
-def REPORT_STATS(space: str) -> dict[str, Any]:  # noqa: N802 - a constructor-like helper
+def REPORT_STATS(space: str) -> dict[str, Any]:
     base: dict[str, Any] = {"loads": 0, "stores": 0, "atomics": 0, "max_loads_per_thread": 0}
     if space == "global":
         base |= {"load_requests": 0, "load_sectors": 0, "store_requests": 0, "store_sectors": 0,
@@ -382,7 +394,9 @@ class KernelArray:
         self._base.flat[flat] = value
 
     def __iter__(self) -> Any:
-        raise KernelError(f"iterating over `{self._name}` is not a GPU operation: index it element by element")
+        raise KernelError(
+            f"iterating over `{self._name}` is not a GPU operation: index it element by element"
+        )
 
     def __array__(self, *args: Any, **kwargs: Any) -> Any:
         raise KernelError(f"`{self._name}` cannot be used as a NumPy array inside a kernel: index it")
@@ -570,12 +584,17 @@ def launch_kernel(self: Any, *args: Any) -> None:
     if STATE["launch"] is not None:
         raise KernelError("a kernel was launched from inside a kernel: launch kernels from the host function")
     if self.grid_dim is None or self.block_dim is None:
-        raise KernelError(f"kernel `{self.fn.__name__}` launched without a configuration: use kernel[blocks, threads](...)")
+        raise KernelError(
+            f"kernel `{self.fn.__name__}` launched without a configuration: use kernel[blocks, threads](...)"
+        )
     grid = _dims(self.grid_dim, "grid")
     block = _dims(self.block_dim, "block")
     name = self.fn.__name__
     nthreads_block = block[0] * block[1] * block[2]
-    if any(b > m for b, m in zip(block, MAX_BLOCK_DIM, strict=True)) or nthreads_block > MAX_THREADS_PER_BLOCK:
+    if (
+        any(b > m for b, m in zip(block, MAX_BLOCK_DIM, strict=True))
+        or nthreads_block > MAX_THREADS_PER_BLOCK
+    ):
         raise KernelError(
             f"`{name}` launched with blocks of {block} = {nthreads_block} threads; a block holds at most 1024 "
             "threads (and z at most 64)"
@@ -727,7 +746,9 @@ class DeviceArray:
     def copy_to_device(self, ary: Any, stream: Any = 0) -> None:
         src = ary._a if isinstance(ary, DeviceArray) else np.asarray(ary)
         if src.shape != self._a.shape:
-            raise ValueError(f"copy_to_device: shape {src.shape} does not match the device array's {self._a.shape}")
+            raise ValueError(
+                f"copy_to_device: shape {src.shape} does not match the device array's {self._a.shape}"
+            )
         np.copyto(self._a, src, casting="same_kind")
 
     def __repr__(self) -> str:
@@ -751,7 +772,9 @@ def _scratch_label() -> str:
     return f"scratch{_SCRATCH[0]}"
 
 
-def device_array(shape: Any, dtype: Any = np.float64, strides: Any = None, order: str = "C", stream: Any = 0) -> DeviceArray:
+def device_array(
+    shape: Any, dtype: Any = np.float64, strides: Any = None, order: str = "C", stream: Any = 0
+) -> DeviceArray:
     return DeviceArray(_garbage(shape, dtype), _scratch_label())
 
 
