@@ -144,9 +144,10 @@ def _parse(run: RunResult, cases: list[KCase]) -> dict[str, KResult]:
             out[c.name] = KResult(c, error=missing_reason(run))
             continue
         report = rec.get("report") if isinstance(rec.get("report"), dict) else {}
-        seconds = rec.get("seconds") if isinstance(rec.get("seconds"), (int, float)) else 0.0
+        sec = rec.get("seconds")
+        seconds = float(sec) if isinstance(sec, (int, float)) else 0.0
         modified = [str(m) for m in rec.get("modified_inputs", []) if isinstance(m, str)]
-        res = KResult(c, report=report or {}, seconds=float(seconds), modified=modified)
+        res = KResult(c, report=report or {}, seconds=seconds, modified=modified)
         if "error" in rec:
             res.error = str(rec["error"])[:1200]
         else:
@@ -231,7 +232,7 @@ def safety_tests(results: list[KResult]) -> list[TestResult]:
             name="every thread of a block reaches every cuda.syncthreads() (synccheck)",
             passed=div is None,
             message=div or "",
-        )  # fmt: skip
+        )
     )
     un, n_un = _first(results, "uninit", "uninit_count")
     tests.append(

@@ -274,8 +274,8 @@ def check(code: str) -> list[str]:
                 _check_attribute(node, mod, False, problems)
         elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
             names.append(node.name)
-        elif isinstance(node, ast.arg) or (isinstance(node, ast.keyword) and node.arg):
-            names.append(node.arg)
+        elif isinstance(node, (ast.arg, ast.keyword)):
+            names.append(node.arg or "")
         elif isinstance(node, ast.alias):
             names += [node.name.split(".")[0], node.asname or ""]
         elif isinstance(node, ast.ExceptHandler) and node.name:

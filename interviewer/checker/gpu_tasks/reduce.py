@@ -7,6 +7,7 @@ import time
 import numpy as np
 
 from interviewer.checker.gpu_tasks.common import (
+    Checker,
     KCase,
     KResult,
     case_test,
@@ -47,7 +48,7 @@ def expected(case: KCase) -> float:
     return float(case.inputs["x"].astype(np.float64).sum())
 
 
-def _check_sum(case: KCase):  # type: ignore[no-untyped-def]
+def _check_sum(case: KCase) -> Checker:
     x = case.inputs["x"].astype(np.float64)
     want = float(x.sum())
     tol = 2e-6 * float(np.abs(x).sum()) + 1e-6

@@ -141,7 +141,7 @@ def cur() -> SimThread:
 
 def solution_line() -> int:
     """The line of solution.py that made the current access (0 if none)."""
-    f = sys._getframe(2)
+    f: Any = sys._getframe(2)
     for _ in range(8):
         if f is None:
             return 0
@@ -212,28 +212,35 @@ def record(tr: Tracker, flat: int, kind: str, itemsize: int, t: SimThread, store
         elif kind != "r":
             tr.written.add(flat)
     # racecheck
+    blk, ph, tid = t.block, t.phase, t.tid
     hist = tr.hist.get(flat)
     if hist is None:
-        hist = []
-        tr.hist[flat] = hist
+        tr.hist[flat] = [(kind, blk, ph, tid, line)]
     else:
         keep = []
+        same = 0  # records of this (kind, block, phase); at most two distinct threads are kept
+        mine = False
         for rec in hist:
-            k2, b2, p2, t2, l2 = rec
-            if b2 == t.block and p2 < t.phase:
-                continue  # ordered by a barrier of this block: forget it
+            k2, b2, p2, t2, _ = rec
+            if b2 == blk:
+                if p2 < ph:
+                    continue  # ordered by a barrier of this block: forget it
+                if t2 == tid:
+                    keep.append(rec)
+                    if k2 == kind:
+                        mine = True
+                        same += 1
+                    continue
+                if k2 == kind and p2 == ph:
+                    same += 1
             keep.append(rec)
-            if t2 == t.tid and b2 == t.block:
-                continue
-            if (k2 == "r" and kind == "r") or (k2 == "a" and kind == "a"):
-                continue
-            if b2 != t.block or p2 == t.phase:
-                report_race(tr, flat, rec, (kind, t.block, t.phase, t.tid, line), t)
-        hist[:] = keep
-    # keep at most two distinct threads per (kind, block, phase): enough to tell "another thread"
-    same = [r for r in hist if r[0] == kind and r[1] == t.block and r[2] == t.phase]
-    if len(same) < 2 and all(r[3] != t.tid for r in same):
-        hist.append((kind, t.block, t.phase, t.tid, line))
+            if k2 == kind and (kind == "r" or kind == "a"):
+                continue  # two reads, or two atomics, never conflict
+            if b2 != blk or p2 == ph:
+                report_race(tr, flat, rec, (kind, blk, ph, tid, line), t)
+        if not mine and same < 2:
+            keep.append((kind, blk, ph, tid, line))
+        tr.hist[flat] = keep
     # coalescing (global) / bank conflicts (shared): group the k-th execution of a line by a warp
     k = t.lines.get(line, 0)
     t.lines[line] = k + 1
@@ -277,10 +284,12 @@ def report_race(tr: Tracker, flat: int, first: tuple[str, int, int, int, int],
     else:
         hint = "missing cuda.syncthreads() or an atomic?"
     space = "shared array" if tr.space == "shared" else "global array"
-    REPORT["races"].append(
+    msg = (
         f"race on {space} `{tr.array_name}` {where} between {thread_name(b1, t1)} {KIND[k1]} at line {l1} "
         f"and {thread_name(b2, t2)} {KIND[k2]} at line {l2} with no barrier in between, {hint}"
     )
+    if msg not in REPORT["races"]:
+        REPORT["races"].append(msg)
 
 
 def flush_coalescing(tr: Tracker) -> None:
@@ -341,10 +350,12 @@ def flat_index(shape: tuple[int, ...], idx: Any, name: str) -> int:
 class KernelArray:
     """What a kernel sees for a device array argument (or a row of one): element access, recorded."""
 
-    __slots__ = ("_a", "_base", "_name", "_prefix", "_tr")
+    __slots__ = ("_a", "_base", "_isz", "_name", "_nd", "_prefix", "_tr")
 
     def __init__(self, a: np.ndarray, tr: Tracker, name: str, prefix: tuple[int, ...] = (), base: Any = None):
         self._a = a
+        self._nd = a.ndim
+        self._isz = a.itemsize
         self._tr = tr
         self._name = name
         self._prefix = prefix
@@ -370,27 +381,36 @@ class KernelArray:
         return int(self._a.shape[0])
 
     def _flat(self, idx: Any) -> int:
-        if not isinstance(idx, tuple):
-            idx = (idx,)
-        full = self._prefix + idx
-        return flat_index(self._base.shape, full, self._name)
+        shape = self._base.shape
+        if not self._prefix:
+            if type(idx) is int and len(shape) == 1:
+                if 0 <= idx < shape[0]:
+                    return idx
+            elif type(idx) is tuple and len(idx) == 2 == len(shape):
+                i, j = idx
+                if type(i) is int and type(j) is int and 0 <= i < shape[0] and 0 <= j < shape[1]:
+                    return i * shape[1] + j
+        elif type(idx) is int and len(shape) == 2 and 0 <= idx < shape[1]:
+            return self._prefix[0] * shape[1] + idx
+        full = self._prefix + (idx if isinstance(idx, tuple) else (idx,))
+        return flat_index(shape, full, self._name)
 
     def __getitem__(self, idx: Any) -> Any:
-        if self._a.ndim > 1 and (isinstance(idx, (int, np.integer)) or (isinstance(idx, tuple)
-                                 and len(idx) < self._a.ndim)):  # fmt: skip
+        if self._nd > 1 and (type(idx) is int or isinstance(idx, np.integer) or (type(idx) is tuple
+                             and len(idx) < self._nd)):  # fmt: skip
             sub = idx if isinstance(idx, tuple) else (idx,)
             flat_index(self._a.shape[: len(sub)], sub, self._name)  # bounds of the row index
             return KernelArray(self._a[sub], self._tr, self._name, self._prefix + tuple(int(i) for i in sub),
                                self._base)  # fmt: skip
         t = cur_or_host(self._name)
         flat = self._flat(idx)
-        record(self._tr, flat, "a" if t.atomic else "r", self._a.itemsize, t, False)
+        record(self._tr, flat, "a" if t.atomic else "r", self._isz, t, False)
         return self._base.flat[flat]
 
     def __setitem__(self, idx: Any, value: Any) -> None:
         t = cur_or_host(self._name)
         flat = self._flat(idx)
-        record(self._tr, flat, "a" if t.atomic else "w", self._a.itemsize, t, True)
+        record(self._tr, flat, "a" if t.atomic else "w", self._isz, t, True)
         self._base.flat[flat] = value
 
     def __iter__(self) -> Any:
@@ -537,10 +557,10 @@ def run_block(launch: Launch, fn: Any, args: list[Any], block_no: int, bidx: tup
             REPORT["barriers"] += 1
             if exited and not diverged and len(REPORT["divergence"]) < MAX_REPORTS:
                 diverged = True
-                e, w = exited[0], waiting[0]
+                gone, w = exited[0], waiting[0]
                 REPORT["divergence"].append(
-                    f"barrier divergence in block {_fmt(w.blockIdx)}: thread {_fmt(e.threadIdx)} exited after "
-                    f"{e.phase} cuda.syncthreads() call(s) while thread {_fmt(w.threadIdx)} waits at call "
+                    f"barrier divergence in block {_fmt(w.blockIdx)}: thread {_fmt(gone.threadIdx)} exited after "
+                    f"{gone.phase} cuda.syncthreads() call(s) while thread {_fmt(w.threadIdx)} waits at call "
                     f"{w.phase + 1}: every thread of a block must reach every barrier (guard the work, do not "
                     "return early before a cuda.syncthreads())"
                 )
@@ -573,7 +593,7 @@ def _dims(v: Any, what: str) -> tuple[int, int, int]:
             f"launch with {what} dimensions {dims}: a zero-sized {what} is an invalid configuration "
             "(cudaErrorInvalidConfiguration); handle empty inputs before launching"
         )
-    return (dims + (1, 1))[:3]  # type: ignore[return-value]
+    return ((*dims, 1, 1))[:3]  # type: ignore[return-value]
 
 
 def launch_kernel(self: Any, *args: Any) -> None:
@@ -650,23 +670,28 @@ def launch_kernel(self: Any, *args: Any) -> None:
 
 
 # Kernel-side API: what FakeCUDAModule reads from threading.current_thread() comes from the scheduler.
-sim_api.FakeCUDAModule.threadIdx = property(lambda self: cur().threadIdx)  # type: ignore[assignment]
-sim_api.FakeCUDAModule.blockIdx = property(lambda self: cur().blockIdx)  # type: ignore[assignment]
-sim_api.FakeCUDAModule.laneid = property(lambda self: cur().lane)  # type: ignore[assignment]
-sim_api.FakeCUDAModule.shared = property(lambda self: SHARED)  # type: ignore[assignment]
-sim_api.FakeCUDAModule.syncthreads = lambda self: barrier()  # type: ignore[assignment]
-sim_api.FakeCUDAModule.syncthreads_count = lambda self, v: _sync_reduce(v, "count")  # type: ignore[assignment]
-sim_api.FakeCUDAModule.syncthreads_and = lambda self, v: _sync_reduce(v, "and")  # type: ignore[assignment]
-sim_api.FakeCUDAModule.syncthreads_or = lambda self, v: _sync_reduce(v, "or")  # type: ignore[assignment]
+_KERNEL_API: dict[str, Any] = {
+    "threadIdx": property(lambda self: cur().threadIdx),
+    "blockIdx": property(lambda self: cur().blockIdx),
+    "laneid": property(lambda self: cur().lane),
+    "shared": property(lambda self: SHARED_FACTORY[0]),
+    "syncthreads": lambda self: barrier(),
+    "syncthreads_count": lambda self, v: _sync_reduce(v, "count"),
+    "syncthreads_and": lambda self, v: _sync_reduce(v, "and"),
+    "syncthreads_or": lambda self, v: _sync_reduce(v, "or"),
+}
+for _attr, _value in _KERNEL_API.items():
+    setattr(sim_api.FakeCUDAModule, _attr, _value)
 
 
 def _no_grid_sync(self: Any) -> None:
     raise KernelError("grid-wide synchronisation is not supported here: split the work into two launches")
 
 
-sim_api.GridGroup.sync = _no_grid_sync  # type: ignore[method-assign]
-SHARED = SharedFactory()
-sim_kernel.FakeCUDAKernel.__call__ = launch_kernel  # type: ignore[method-assign]
+SHARED_FACTORY: list[SharedFactory] = [SharedFactory()]
+for _cls, _attr, _value in ((sim_api.GridGroup, "sync", _no_grid_sync),
+                            (sim_kernel.FakeCUDAKernel, "__call__", launch_kernel)):  # fmt: skip
+    setattr(_cls, _attr, _value)
 
 
 def _atomic(fn: Any) -> Any:
