@@ -31,7 +31,7 @@ _TERMS: tuple[tuple[str, dict[str, float], dict[str, float]], ...] = (
     ),
     (
         r"cuda|kernels?|triton|cutlass|gpu programming|ptx",
-        {"inference-deep-dive": 1.0, "phone-screen": 1.0, "cpp-systems": 1.0},
+        {"inference-deep-dive": 1.0, "phone-screen": 1.0, "cpp-systems": 1.0, "gpu-kernels": 1.5},
         {"kernel": 1.5, "threads-per-block": 1.5, "sram": 1.5, "tiled": 1.5, "roofline": 1.0, "gpu": 1.0},
     ),
     (
@@ -99,6 +99,7 @@ LOOP_ORDER: tuple[Round, ...] = (
     Round.INFERENCE,
     Round.DEEP_DIVE,
     Round.CPP,
+    Round.GPU,
     Round.CASE,
     Round.DESIGN,
     Round.BEHAVIORAL,

@@ -58,7 +58,7 @@ def test_presets_load_and_mirror_the_reported_loops(bank, resume):
     assert set(presets) == {"inference-optimization", "applied-ml", "platform-data", "new-graduate", "senior"}
 
     inf = presets["inference-optimization"]
-    assert inf.rounds[0].round is Round.PHONE  # the screen, then six onsite rounds
+    assert inf.rounds[0].round is Round.PHONE  # the screen, then seven onsite rounds
     onsite = inf.rounds[1:]
     assert len(onsite) == 6 and sum(r.round is Round.CPP for r in onsite) == 3
     assert inf.round_minutes()["cpp-systems"] == 180  # the three C++ rounds share one clock

@@ -24,6 +24,7 @@ class Round(StrEnum):
     BEHAVIORAL = "behavioral"
     CASE = "inference-case"
     DEEP_DIVE = "resume-deep-dive"
+    GPU = "gpu-kernels"
 
     @property
     def title(self) -> str:  # type: ignore[override]  # a display name, not str.title()
@@ -40,6 +41,7 @@ ROUND_TITLES: dict[Round, str] = {
     Round.BEHAVIORAL: "Behavioral and closing",
     Round.CASE: "Inference-optimization case",
     Round.DEEP_DIVE: "Resume deep dive",
+    Round.GPU: "GPU kernels",
 }
 
 
