@@ -138,3 +138,14 @@ def test_malformed_rubric_names_the_file_the_field_and_the_expectation(tmp_path)
     p = _write(tmp_path, "key: [unclosed")
     with pytest.raises(ContentError, match="not valid YAML"):
         load_question(p)
+
+
+def test_gpu_kernel_round_has_coding_tasks_and_concepts(bank):
+    """Issue #14: at least 22 questions, 6 of them kernels checked in the sandbox, 16 conceptual."""
+    qs = bank.by_round(Round.GPU)
+    coding = [q for q in qs if q.coding_task]
+    assert len(qs) >= 22 and len(coding) >= 6 and len(qs) - len(coding) >= 16
+    tasks = {q.coding_task for q in coding}
+    assert all((REPO / "rubrics" / "coding" / t / "task.yaml").is_file() for t in tasks)
+    assert {q.difficulty for q in qs} == {1, 2, 3}
+    assert all(q.knowledge[0].startswith("knowledge/gpu-kernels/") for q in qs)
