@@ -74,6 +74,19 @@ def reduce_sum(x, out):
         add_all[math.ceil(x.shape[0] / 128), 128](x, out)
 """
 
+# One racy version of each reference (a barrier removed or an increment made non-atomic), for the browser test too.
+RACY: dict[str, tuple[str, str]] = {
+    "gpu-reduce-sum": RACY_TREE,
+    "gpu-online-softmax": ("            ss[t] = s2\n        cuda.syncthreads()", "            ss[t] = s2"),
+    "gpu-tiled-matmul": (
+        "            acc += sa[ty, kk] * sb[kk, tx]\n        cuda.syncthreads()",
+        "            acc += sa[ty, kk] * sb[kk, tx]",
+    ),
+    "gpu-layernorm": ("    total = s[0]\n    cuda.syncthreads()", "    total = s[0]"),
+    "gpu-histogram": ("cuda.atomic.add(h, x[i], 1)", "h[x[i]] += 1"),
+    "gpu-transpose": ("    cuda.syncthreads()\n", ""),
+}
+
 CASES: dict[str, list[tuple[str, str]]] = {
     "gpu-reduce-sum": [
         (_mutate("gpu-reduce-sum", *RACY_TREE), "race on shared array `s`"),
@@ -286,6 +299,14 @@ def test_reference_passes_and_wrong_kernels_fail_with_the_reason(task_id: str) -
     for code, needle in CASES[task_id]:
         text = _failed(task_id, code)
         assert needle in text, f"{task_id}: expected {needle!r} in:\n{text}"
+
+
+@pytest.mark.sandbox
+@pytest.mark.slow
+@pytest.mark.parametrize("task_id", sorted(RACY))
+def test_removing_a_barrier_or_an_atomic_is_a_race(task_id: str) -> None:
+    text = _failed(task_id, _mutate(task_id, *RACY[task_id]))
+    assert "race on shared array" in text, text
 
 
 @pytest.mark.sandbox

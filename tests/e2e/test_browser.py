@@ -205,3 +205,47 @@ def test_candidate_round_in_a_real_browser(app: AppProcess, standin: StandinServ
     assert page.evaluate("document.querySelectorAll('#chat img[src=\"x\"]').length") == 0
     assert standin.stats.requests >= 2  # both follow-ups came over the real OpenAI client path
     context.close()
+
+
+def test_gpu_kernel_round_racy_then_right_in_a_real_browser(app: AppProcess, browser: object) -> None:
+    """The GPU kernels round in the page: a racy kernel fails with the race named, the reference passes."""
+    from playwright.sync_api import expect
+
+    from tests.checker.test_gpu_tasks import RACY
+
+    context = browser.new_context()  # type: ignore[attr-defined]
+    page = context.new_page()
+    page.goto(app.url)
+    expect(page.locator("#start")).to_be_visible(timeout=30_000)
+    page.locator("#round input").click()
+    page.get_by_role("option", name="GPU kernels").click()
+    task = None
+    for _attempt in range(40):  # 6 of the round's 22 questions carry a kernel task; draws are random
+        page.locator("#start").click()
+        expect(page.locator("#status")).to_contain_text("GPU kernels", timeout=30_000)
+        expect(page.locator("#status")).to_contain_text("main question", timeout=30_000)
+        page.wait_for_timeout(300)
+        task = _code_task(page)
+        if task:
+            break
+    assert task in RACY, f"no kernel task came up in 40 starts of the GPU kernels round (got {task})"
+    starter = page.locator("#code .cm-content")
+    expect(starter).to_contain_text("@cuda.jit")  # the starter shows the kernel signature and a launch
+    _shot(page, "gpu-01-task")
+
+    ref = (REPO / "rubrics" / "coding" / task / "reference.py").read_text()
+    old, new = RACY[task]
+    _set_code(page, ref.replace(old, new, 1))
+    page.locator("#run-tests").click()
+    verdict = page.locator("#verdict")
+    expect(verdict).to_contain_text("some tests failed", timeout=120_000)
+    expect(verdict).to_contain_text("race on shared array")
+    expect(verdict).to_contain_text("no barrier in between")
+    _shot(page, "gpu-02-racy-fails")
+
+    _set_code(page, ref)
+    page.locator("#run-tests").click()
+    expect(verdict).to_contain_text("all tests passed", timeout=120_000)
+    expect(verdict).to_contain_text("no data races")
+    _shot(page, "gpu-03-right-passes")
+    context.close()
