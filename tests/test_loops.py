@@ -60,7 +60,8 @@ def test_presets_load_and_mirror_the_reported_loops(bank, resume):
     inf = presets["inference-optimization"]
     assert inf.rounds[0].round is Round.PHONE  # the screen, then seven onsite rounds
     onsite = inf.rounds[1:]
-    assert len(onsite) == 6 and sum(r.round is Round.CPP for r in onsite) == 3
+    assert len(onsite) == 7 and sum(r.round is Round.CPP for r in onsite) == 3
+    assert sum(r.round is Round.GPU for r in onsite) == 1
     assert inf.round_minutes()["cpp-systems"] == 180  # the three C++ rounds share one clock
 
     assert len(presets["applied-ml"].rounds) == 4
