@@ -45,9 +45,8 @@ def make_cases(rng: np.random.Generator) -> list[tuple[str, KCase, Checker]]:
             if not bad.any():
                 return None
             idx = tuple(int(v) for v in np.argwhere(bad)[0])
-            return (
-                f"out{list(idx)} is {got[idx]}, expected {want[idx]} ({int(bad.sum())} of {want.size} wrong)"
-            )
+            hint = " (never written: outputs start as garbage)" if np.isnan(got[idx]) else ""
+            return f"out{list(idx)} is {got[idx]}, expected {want[idx]} ({int(bad.sum())} of {want.size} wrong){hint}"
 
         out.append((f"{label} ({r} x {c})", case, check))
     return out
