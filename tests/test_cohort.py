@@ -29,7 +29,7 @@ CANDIDATES = 32
 
 
 def test_32_candidates_through_nginx_survive_a_replica_killed_mid_round(tmp_path: Path) -> None:
-    with postgres_server() as pg, chroma_server() as chroma, StandinServer() as model:
+    with postgres_server() as pg, chroma_server() as chroma, StandinServer(keep_prompts=5000) as model:
         env = {
             "INTERVIEWER_DATABASE_URL": pg.create_database("cohort"),
             "INTERVIEWER_CHROMA_URL": chroma,
@@ -74,3 +74,9 @@ def test_32_candidates_through_nginx_survive_a_replica_killed_mid_round(tmp_path
         assert len({r.session_id for r in runs}) == CANDIDATES
         assert sum(getattr(r, "failovers", 0) for r in runs) > 0, "the kill hit no candidate mid-round"
         store.close()
+        # A shared model server's prefix cache keeps working across replicas: every prompt about one
+        # candidate's question, from whichever replica, starts with the same system message.
+        for r in runs:
+            mine = [p for p in model.stats.prompts if f"candidate {r.idx} [" in str(p)]
+            systems = {str(p[0]["content"]) for p in mine if p and p[0].get("role") == "system"}
+            assert mine and len(systems) == 1, f"candidate {r.idx}: {len(systems)} different prompt prefixes"
