@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # System packages the tests need: bubblewrap (the code sandbox), g++ (C++ tasks), chromium (browser tests),
-# espeak-ng (the light text-to-speech fallback), postgresql (the shared session store's tests start one). Installs only what is missing; needs root or sudo.
+# espeak-ng (the light text-to-speech fallback), postgresql and nginx (the cohort
+# deployment's tests start a database and a proxy). Installs only what is missing; needs root or sudo.
 set -euo pipefail
 need=()
 command -v bwrap >/dev/null || need+=(bubblewrap)
@@ -8,6 +9,7 @@ command -v g++ >/dev/null || need+=(g++)
 command -v chromium >/dev/null || need+=(chromium)
 command -v espeak-ng >/dev/null || need+=(espeak-ng)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
+[ -x /usr/sbin/nginx ] || command -v nginx >/dev/null || need+=(nginx)
 [ ${#need[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" -eq 0 ]; then SUDO=""; elif command -v sudo >/dev/null; then SUDO="sudo"; else
   echo "missing system packages: ${need[*]} (install them as root; the tests that need them will fail)" >&2

@@ -6,13 +6,6 @@ temp dir and stopped after the module.
 
 from __future__ import annotations
 
-import os
-import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,57 +18,14 @@ from interviewer.resume import ResumeIndex, delete_resume_index, parse_resume
 from interviewer.retrieval import Retriever
 
 from .resume_samples import OTHER_MD, RESUME_MD
+from .support.services import chroma_server
 from .test_retrieval import make_content
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _chroma_binary() -> str:
-    beside = Path(sys.executable).with_name("chroma")
-    found = str(beside) if beside.exists() else shutil.which("chroma")
-    if not found:
-        pytest.fail("the `chroma` command (installed with chromadb) is missing from this environment")
-    return found
-
-
 @pytest.fixture(scope="module")
-def chroma_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    path = tmp_path_factory.mktemp("chroma-server")
-    port = _free_port()
-    log = (path / "server.log").open("wb")
-    proc = subprocess.Popen(
-        [_chroma_binary(), "run", "--path", str(path / "db"), "--host", "127.0.0.1", "--port", str(port)],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        env={**os.environ, "ANONYMIZED_TELEMETRY": "False"},
-    )
-    url = f"http://127.0.0.1:{port}"
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-    deadline = time.monotonic() + 60
-    try:
-        while True:
-            try:
-                with opener.open(f"{url}/api/v2/heartbeat", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                log.flush()
-                pytest.fail(f"chroma run did not come up: {(path / 'server.log').read_text()[-2000:]}")
-            time.sleep(0.2)
+def chroma_url() -> Iterator[str]:
+    with chroma_server() as url:
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
 
 
 def test_the_bank_index_lives_on_the_server_and_a_second_replica_reuses_it(

@@ -119,3 +119,82 @@ def pct(values: list[float], q: float) -> float:
     if len(values) == 1:
         return values[0]
     return statistics.quantiles(values, n=100, method="inclusive")[int(q) - 1]
+
+
+def run_candidate_failover(
+    url: str,
+    idx: int,
+    round_id: str = "phone-screen",
+    per_round: int = 1,
+    max_turns: int = 40,
+    attempts: int = 10,
+) -> CandidateRun:
+    """A candidate behind a proxy: when its replica dies mid-turn it reconnects, reopens its session (any
+    replica can, from the shared store) and carries on; an answer that was already stored is not sent twice."""
+    from gradio_client import Client
+
+    run = CandidateRun(idx)
+    tag = secrets.token_hex(4)
+    run.failovers = 0  # type: ignore[attr-defined]
+
+    def reopen() -> tuple[Any, list[str], str]:
+        last: Exception | None = None
+        for attempt in range(attempts):
+            try:
+                client = Client(url, verbose=False)
+                chat, status, *_ = client.predict(run.session_id, run.owner, api_name="/reopen")
+                said = [text_of(m) for m in chat if m["role"] == "user"]
+                return client, said, status
+            except Exception as e:  # the proxy may still be routing to the dead replica
+                last = e
+                time.sleep(0.5 * (attempt + 1))
+        raise RuntimeError(f"could not reopen {run.session_id}: {last}")
+
+    try:
+        client = Client(url, verbose=False)
+        t = time.perf_counter()
+        _chat, run.owner, status, *_ = client.predict(round_id, per_round, False, None, api_name="/start")
+        run.start_s = time.perf_counter() - t
+        run.session_id = client.predict(run.owner, api_name="/sessions")["data"][0][0]
+        n = 0
+        while n < max_turns and "finished" not in status:
+            answer = f"candidate {idx} [{tag}] turn {n}: the bottleneck moves to memory bandwidth, so I measure first."
+            t = time.perf_counter()
+            try:
+                _chat, box, status, *_ = client.predict(answer, run.owner, api_name="/send")
+                if box:
+                    raise AssertionError(f"answer refused: {status}")
+            except AssertionError:
+                raise
+            except Exception:
+                run.failovers += 1  # type: ignore[attr-defined]
+                client, said, status = reopen()
+                if not said or said[-1] != answer:
+                    continue  # the answer never reached the store: send it again on the new replica
+            run.turn_s.append(time.perf_counter() - t)
+            run.sent.append(answer)
+            n += 1
+        run.finished = "finished" in status
+    except Exception as e:  # a load run counts errors rather than stopping at the first
+        run.error = f"{type(e).__name__}: {e}"
+    return run
+
+
+def store_problems(store: Any, runs: list[CandidateRun]) -> list[str]:
+    """Like :func:`transcript_problems`, read through a SessionStore (SQLite or PostgreSQL)."""
+    problems = []
+    seen: set[str] = set()
+    for r in runs:
+        if r.error or not r.session_id:
+            problems.append(f"candidate {r.idx}: {r.error or 'no session'}")
+            continue
+        if r.session_id in seen:
+            problems.append(f"candidate {r.idx}: session {r.session_id} shared with another candidate")
+        seen.add(r.session_id)
+        row = store.get(r.session_id)
+        answers = [e.payload["text"] for e in store.events(r.session_id) if e.kind == "answered"]
+        if row.owner != r.owner:
+            problems.append(f"candidate {r.idx}: session owned by {row.owner}, not {r.owner}")
+        if answers != r.sent:
+            problems.append(f"candidate {r.idx}: stored {answers!r} != sent {r.sent!r}")
+    return problems

@@ -1,0 +1,82 @@
+"""One deployment for a cohort: PostgreSQL, a Chroma server, two app replicas behind nginx, one model server.
+
+32 scripted candidates run rounds through the proxy while one replica is killed mid-round: no turn is lost or
+crossed and every session finishes (the survivors' replica resumes the dead one's sessions from the store).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from interviewer.llm.standin import StandinServer
+from interviewer.store import SessionStore
+
+from .conftest import FIXTURE_CONTENT
+from .support.app_process import INTERVIEWER, AppProcess, app_env
+from .support.candidates import run_candidate_failover, store_problems
+from .support.postgres import postgres_server
+from .support.services import chroma_server, nginx_proxy
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+
+CANDIDATES = 32
+
+
+def test_32_candidates_through_nginx_survive_a_replica_killed_mid_round(tmp_path: Path) -> None:
+    with postgres_server() as pg, chroma_server() as chroma, StandinServer(keep_prompts=5000) as model:
+        env = {
+            "INTERVIEWER_DATABASE_URL": pg.create_database("cohort"),
+            "INTERVIEWER_CHROMA_URL": chroma,
+            "INTERVIEWER_CONTENT_DIR": str(FIXTURE_CONTENT),
+        }
+        # The deployment's one-off step: build the study-material index on the Chroma server once.
+        subprocess.run(
+            [str(INTERVIEWER), "index"],
+            env=app_env(tmp_path / "indexer", None, **env),
+            check=True,
+            capture_output=True,
+            timeout=300,
+        )
+        replicas = [
+            AppProcess(tmp_path / f"replica{i}", model.base_url, extra_env=env).start(timeout=240)
+            for i in range(2)
+        ]
+        try:
+            with nginx_proxy([r.port for r in replicas]) as url:
+                answered = lambda: sum(1 for p in list(model.stats.prompts) if "] turn " in str(p))  # noqa: E731
+                killed = threading.Event()
+
+                def killer() -> None:
+                    deadline = time.monotonic() + 300
+                    while answered() < CANDIDATES and time.monotonic() < deadline:
+                        time.sleep(0.1)
+                    replicas[0].kill9()  # mid-round: about a third of the turns are in
+                    killed.set()
+
+                threading.Thread(target=killer, daemon=True).start()
+                with ThreadPoolExecutor(CANDIDATES) as pool:
+                    runs = list(pool.map(lambda i: run_candidate_failover(url, i), range(CANDIDATES)))
+                assert killed.is_set()
+        finally:
+            for r in replicas:
+                r.stop()
+        errors = [r.error for r in runs if r.error]
+        assert errors == [], errors[:3]
+        assert all(r.finished for r in runs), [r.idx for r in runs if not r.finished]
+        store = SessionStore(env["INTERVIEWER_DATABASE_URL"])
+        assert store_problems(store, runs) == []
+        assert len({r.session_id for r in runs}) == CANDIDATES
+        assert sum(getattr(r, "failovers", 0) for r in runs) > 0, "the kill hit no candidate mid-round"
+        store.close()
+        # A shared model server's prefix cache keeps working across replicas: every prompt about one
+        # candidate's question, from whichever replica, starts with the same system message.
+        for r in runs:
+            mine = [p for p in model.stats.prompts if f"candidate {r.idx} [" in str(p)]
+            systems = {str(p[0]["content"]) for p in mine if p and p[0].get("role") == "system"}
+            assert mine and len(systems) == 1, f"candidate {r.idx}: {len(systems)} different prompt prefixes"
