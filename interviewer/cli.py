@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from interviewer.config import Settings, load_settings
+from interviewer.config import MOHLER_CSV, Settings, load_settings
 from interviewer.content import Round
 from interviewer.errors import InputError, InterviewerError
 
@@ -473,9 +473,7 @@ def grade(
 
 @app.command()
 def calibrate(
-    csv: Annotated[Path, typer.Option("--csv", help="graded answers (Mohler format)")] = Path(
-        "../shared/datasets/mohler/answers.csv"
-    ),
+    csv: Annotated[Path, typer.Option("--csv", help="graded answers (Mohler format)")] = MOHLER_CSV,
     folds: Annotated[int, typer.Option(help="question-level cross-validation folds")] = 5,
     write: Annotated[bool, typer.Option(help="write the fitted parameters into the package")] = True,
     output: Annotated[

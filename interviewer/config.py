@@ -27,6 +27,10 @@ def _default_content_dir() -> Path:
     return here.parent
 
 
+# The public Mohler short-answer set the offline scorer is calibrated on (data/mohler/README.md).
+MOHLER_CSV = _default_content_dir() / "data" / "mohler" / "answers.csv"
+
+
 class Settings(BaseSettings):
     """Everything configurable. Constructing it does no I/O beyond reading the environment."""
 

@@ -154,7 +154,7 @@ def test_calibrate_command_on_a_small_sample_writes_nothing_with_no_write(tmp_pa
 
     from interviewer.scoring.calibrate import CALIBRATION_PATH
 
-    source = REPO.parent / "shared" / "datasets" / "mohler" / "answers.csv"  # shared/ sits beside the clone
+    source = REPO / "data" / "mohler" / "answers.csv"  # kept in the repository (data/mohler/README.md)
     rows = list(csvlib.DictReader(source.open()))
     keep = list(dict.fromkeys(r["question_id"] for r in rows))[:6]
     csv = tmp_path / "mini.csv"

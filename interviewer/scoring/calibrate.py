@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 from scipy.optimize import minimize
 
+from interviewer.config import MOHLER_CSV
 from interviewer.embeddings import Embedder, default_embedder
 from interviewer.errors import InputError
 from interviewer.scoring.coverage import (
@@ -416,12 +417,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _default_csv() -> Path:
-    here = Path(__file__).resolve()
-    for parent in here.parents:
-        candidate = parent.parent / "shared" / "datasets" / "mohler" / "answers.csv"
-        if candidate.is_file():
-            return candidate
-    return Path("answers.csv")
+    return MOHLER_CSV
 
 
 if __name__ == "__main__":
