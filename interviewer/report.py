@@ -347,7 +347,10 @@ def render_markdown(rep: Report) -> str:
                 )
                 out.append("")
                 for c in s.criteria:
-                    out.append(f"- **{c.criterion}**: level {c.level} ({c.method})")
+                    why = f" \u2014 {_md_escape(c.reason)}" if c.reason else ""
+                    out.append(f"- **{c.criterion}**: level {c.level} ({c.method}){why}")
+                    if c.contradicted_by:
+                        out.append(f"  - contradicted by: \u201c{_md_escape(c.contradicted_by)}\u201d")
                     for ev in c.evidence[:3]:
                         out.append(f"  - evidence: \u201c{_md_escape(ev)}\u201d")
                 for ch in s.checks:
@@ -437,8 +440,11 @@ def render_html(rep: Report) -> str:
                 )
                 for c in s.criteria:
                     quotes = "".join(f"<li class=quote>\u201c{e(x)}\u201d</li>" for x in c.evidence[:3])
+                    if c.contradicted_by:
+                        quotes = f"<li>contradicted by: \u201c{e(c.contradicted_by)}\u201d</li>" + quotes
+                    why = f" &mdash; {e(c.reason)}" if c.reason else ""
                     body.append(
-                        f"<li><b>{e(c.criterion)}</b>: level {c.level} ({e(c.method)})<ul>{quotes}</ul></li>"
+                        f"<li><b>{e(c.criterion)}</b>: level {c.level} ({e(c.method)}){why}<ul>{quotes}</ul></li>"
                     )
                 for ch in s.checks:
                     body.append(

@@ -176,8 +176,9 @@ class Runtime:
                     from interviewer.scoring.scorer import RubricScorer
 
                     # Live scoring uses the offline methods only (deterministic checks + calibrated key-point
-                    # coverage): fast enough not to hold up the next question on a 2-core laptop.
-                    self._scorer = RubricScorer()
+                    # coverage): fast enough not to hold up the next question on a 2-core laptop. The bank's
+                    # questions let it tell an answer to a different question from a weak one.
+                    self._scorer = RubricScorer(neighbours=list(self.bank.questions.values()))
                 except (InterviewerError, ImportError) as e:
                     self._scorer_failed = str(e)
                     log.warning("scoring unavailable: %s", e)

@@ -60,9 +60,11 @@ def test_quantity_extraction() -> None:
 @pytest.mark.parametrize(
     ("answer", "passed", "found"),
     [
-        ("Decode is memory bound at batch one.", True, "memory bound"),
-        ("decode is MEMORY-BOUND", True, "MEMORY-BOUND"),
-        ("we rely on continuous batching", True, "continuous batching"),
+        ("Decode is memory bound at batch one.", True, "Decode is memory bound at batch one."),
+        ("decode is MEMORY-BOUND", True, "decode is MEMORY-BOUND"),
+        ("we rely on continuous batching", True, "we rely on continuous batching"),
+        ("decode is not memory bound at all", False, None),
+        ("is decode memory bound?", False, None),
         ("memorybound", False, None),
         ("the memory is bounded by", False, None),
     ],
@@ -81,3 +83,59 @@ def test_fact_with_symbols() -> None:
 def test_run_checks_orders_numbers_then_facts() -> None:
     results = run_checks("7 ms; memory bound", [MS], [FactCheck(name="mb", any_of=["memory bound"])])
     assert [r.name for r in results] == ["time per token", "mb"] and all(r.passed for r in results)
+
+
+# --- checks that read meaning (#11 item 2) ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("answer", "phrase", "passed"),
+    [
+        ("Passing a Derived by value to a Base parameter causes object slicing.", "object slicing", True),
+        ("There is no object slicing here because we pass by reference.", "object slicing", False),
+        ("Some people think renames are atomic on S3, but they are not.", "renames are atomic", False),
+        (
+            "People often think renames are atomic, but it is a server-side COPY and a DELETE.",
+            "copy and delete",
+            True,
+        ),
+        ("The model is 2x faster, not the service.", "service is 2x faster", False),
+        ("The service is not 2x faster; only the model step is.", "not 2x", True),
+        ("It's not true that the service is not 2x faster.", "not 2x", False),
+        ("Would you say the kernel is memory bound?", "memory bound", False),
+        ("We timed it without a synchronize call.", "synchronize", False),
+    ],
+)
+def test_facts_are_read_per_clause_with_negation_contrast_attribution_and_questions(
+    answer: str, phrase: str, passed: bool
+) -> None:
+    assert check_fact(answer, FactCheck(name="f", any_of=[phrase])).passed is passed
+
+
+def test_a_number_in_another_unit_counts_when_equal() -> None:
+    bytes_ = NumericCheck(name="tile bytes", ask="bytes", value=16384)
+    assert check_number("The tile takes 16 KiB of shared memory.", bytes_).passed
+    assert not check_number("The tile takes 16 KB of shared memory.", bytes_).passed  # 16000 bytes
+    ms = NumericCheck(name="latency", ask="ms", value=30, unit="ms")
+    assert check_number("each step is about 0.03 s", ms).passed
+    assert not check_number("each step is about 0.3 s", ms).passed
+
+
+def test_a_number_copied_from_the_question_is_not_an_answer() -> None:
+    question = (
+        "A stage takes 60 ms of a 100 ms request and becomes 2x faster. What is the end-to-end speedup?"
+    )
+    check = NumericCheck(name="speedup", ask="x", value=1.43, tolerance=0.02, unit="x")
+    echo = check_number("It went from 100 ms, and the stage is 2x faster, so it's 2x.", check, question)
+    assert not echo.passed
+    assert check_number("70 ms instead of 100, so about 1.43x.", check, question).passed
+    # when the accepted value is itself in the question, a restatement cannot be told apart: accept it
+    same = NumericCheck(name="batch", ask="n", value=8)
+    assert check_number("we keep a batch of 8", same, "Why a batch of 8?").passed
+
+
+def test_a_number_must_be_asserted_not_asked_or_denied() -> None:
+    check = NumericCheck(name="bytes", ask="bytes", value=16384)
+    assert not check_number("Is it 16384 bytes? I really don't know.", check).passed
+    assert not check_number("It is not 16384 bytes, it's 8192.", check).passed
+    assert check_number("I doubted it at first, but it is 16384 bytes.", check).passed

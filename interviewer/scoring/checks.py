@@ -1,4 +1,10 @@
-"""Deterministic checks from the rubric: numbers with tolerances (unit-aware) and required facts."""
+"""Deterministic checks from the rubric: numbers with tolerances (unit-aware) and required facts.
+
+Both read meaning through :mod:`interviewer.scoring.claims`: a fact passes only when a clause asserts it
+("no object slicing" does not pass "object slicing"), and a number passes only when it is asserted (not asked
+about, not denied: "not 16384"), in any equal unit (16 KiB = 16384 bytes, 0.03 s = 30 ms), and not merely
+copied from the question's own text.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +12,7 @@ import re
 from dataclasses import dataclass
 
 from interviewer.content.models import FactCheck, NumericCheck
+from interviewer.scoring.claims import clauses, find_assertion, negated_before
 from interviewer.scoring.models import CheckResult
 
 
@@ -106,7 +113,11 @@ def _candidates(q: Quantity, expected_unit: str | None) -> list[float]:
         # dimension ("7B" parameters for a time) is not the answer.
         if have is None or (expected_unit and have[0] == "other:" + expected_unit.lower()):
             return [q.value]
-        return [q.value] if have[0] in ("ratio",) else []
+        if have[0] == "ratio":
+            return [q.value]
+        # No unit in the rubric ("expected 16384"): a quantity with a known unit counts in its base unit
+        # (16 KiB -> 16384 bytes, 30 ms -> 0.03 s) as well as at face value.
+        return [q.value, q.value * have[1]] if not have[0].startswith("other:") else []
     if have is None:
         values = [q.value]
         if want[0] == "percent":  # 0.3 means 30%
@@ -119,15 +130,44 @@ def _candidates(q: Quantity, expected_unit: str | None) -> list[float]:
     return []
 
 
-def check_number(answer: str, check: NumericCheck) -> CheckResult:
-    """Pass when some number in ``answer`` (in a compatible unit) is within tolerance of an accepted value."""
+def asserted_quantities(answer: str) -> list[Quantity]:
+    """Numbers the answer states: not in a question, not denied ("it is not 16384"), in order."""
+    out: list[Quantity] = []
+    for c in clauses(answer):
+        if c.question:
+            continue
+        for m in _NUMBER.finditer(c.text):
+            if negated_before(c.text[: m.start()], scope=3):  # "is not 16384", not "instead of 100, so 70"
+                continue
+            out.extend(extract_quantities(m.group(0)))
+    return out
+
+
+def _echoed(q: Quantity, question_quantities: list[Quantity]) -> bool:
+    """Whether ``q`` repeats a number of the question's own text (same value, same or no unit)."""
+    return any(
+        abs(q.value - g.value) <= 1e-9 * max(1.0, abs(g.value))
+        and (q.unit == g.unit or not q.unit or not g.unit)
+        for g in question_quantities
+    )
+
+
+def check_number(answer: str, check: NumericCheck, question: str = "") -> CheckResult:
+    """Pass when a number the answer asserts (in a compatible unit) is within tolerance of an accepted value.
+
+    Numbers copied from ``question`` do not count, unless an accepted value is itself in the question (then a
+    restatement cannot be told from an answer).
+    """
     accepted = [check.value, *check.also_accept]
     tol = check.tolerance + 1e-9 * max(1.0, abs(check.value))
     unit = f" {check.unit}" if check.unit else ""
     expected = f"{check.value:g}{unit} ± {check.tolerance:g}"
     if check.also_accept:
         expected += " (also " + ", ".join(f"{v:g}" for v in check.also_accept) + ")"
-    quantities = extract_quantities(answer)
+    given = extract_quantities(question) if question else []
+    if any(abs(g.value - a) <= tol for g in given for a in accepted):
+        given = []
+    quantities = [q for q in asserted_quantities(answer) if not _echoed(q, given)]
     for q in quantities:
         for v in _candidates(q, check.unit):
             if any(abs(v - a) <= tol for a in accepted):
@@ -144,26 +184,19 @@ def check_number(answer: str, check: NumericCheck) -> CheckResult:
     )
 
 
-def _norm(text: str) -> str:
-    return re.sub(r"[\s\-_]+", " ", text.lower()).strip()
-
-
 def check_fact(answer: str, check: FactCheck) -> CheckResult:
-    """Pass when any of the phrases appears in ``answer`` (case, hyphens and spacing ignored, whole words)."""
+    """Pass when a clause of ``answer`` asserts one of the phrases (case, hyphens, articles and spacing
+    ignored, whole words; denied, attributed and asked occurrences do not count)."""
     expected = " or ".join(check.any_of)
     for phrase in check.any_of:
-        words = [re.escape(w) for w in _norm(phrase).split()]
-        if not words:
-            continue
-        pattern = re.compile(
-            r"(?<![A-Za-z0-9])" + r"[\s\-_]+".join(words) + r"(?![A-Za-z0-9])", re.IGNORECASE
-        )
-        m = pattern.search(answer)
-        if m:
-            return CheckResult(name=check.name, passed=True, expected=expected, found=m.group(0))
+        found = find_assertion(answer, phrase)
+        if found is not None:
+            return CheckResult(name=check.name, passed=True, expected=expected, found=found.clause)
     return CheckResult(name=check.name, passed=False, expected=expected, found=None)
 
 
-def run_checks(answer: str, numeric: list[NumericCheck], facts: list[FactCheck]) -> list[CheckResult]:
+def run_checks(
+    answer: str, numeric: list[NumericCheck], facts: list[FactCheck], question: str = ""
+) -> list[CheckResult]:
     """All of a question's deterministic checks against the candidate's text."""
-    return [check_number(answer, c) for c in numeric] + [check_fact(answer, c) for c in facts]
+    return [check_number(answer, c, question) for c in numeric] + [check_fact(answer, c) for c in facts]

@@ -29,14 +29,20 @@ class KeyPointVerdict(_Frozen):
     method: Method
 
 
+Status = Literal["met", "partial", "missing", "contradicted", "off-topic"]
+
+
 class CriterionScore(_Frozen):
-    """One criterion's level with the candidate's own words as evidence."""
+    """One criterion's level with the candidate's own words as evidence, and why it got that level."""
 
     criterion: str
     level: int = Field(ge=0, le=4)
     evidence: list[str] = Field(default_factory=list)  # exact quotes from the candidate's answers
     missing: list[str] = Field(default_factory=list)  # key points not covered
     method: Method
+    status: Status | None = None  # None in scores stored before statuses existed
+    reason: str = ""  # one sentence: met / contradicted (with the candidate's words) / what is missing
+    contradicted_by: str | None = None  # the candidate's sentence that asserts a classic wrong claim
 
 
 class CheckResult(_Frozen):

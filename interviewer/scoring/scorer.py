@@ -9,7 +9,11 @@ How the methods combine (every score's ``notes`` spell out the numbers):
   (median of samples); the judge may not exceed what the verified evidence supports by more than one level
   (``j <= max(c, q) + 1``), so a judge talked into full marks cannot carry the score alone; ``c``, ``q`` and
   ``j`` are averaged;
-- a coding verdict from the sandbox is the score of record for correctness: half of the overall.
+- a coding verdict from the sandbox is the score of record for correctness: half of the overall;
+- truth caps (:mod:`interviewer.scoring.claims`): an answer that asserts one of the rubric's classic wrong
+  claims has the criterion it touches capped at level 1 (every criterion when the claim names none) and the
+  question at 1.5, and its asserting sentence is never quoted as evidence; an answer that is not about the
+  question (low similarity to both the question and the rubric) is capped at 0.5, an empty one scores 0.
 
 The candidate's text first goes through :func:`interviewer.scoring.guard.screen`, which drops passages
 addressed to the grader; the score notes how many.
@@ -20,7 +24,7 @@ from __future__ import annotations
 import json
 import math
 import statistics
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,10 +32,11 @@ import numpy as np
 import yaml
 from pydantic import ValidationError
 
-from interviewer.content.models import Criterion, FactCheck, NumericCheck, Question
+from interviewer.content.models import Contradiction, Criterion, FactCheck, NumericCheck, Question
 from interviewer.embeddings import Embedder, default_embedder
 from interviewer.errors import InputError, ModelError
 from interviewer.scoring.checks import run_checks
+from interviewer.scoring.claims import ContradictionHit, find_contradictions
 from interviewer.scoring.coverage import (
     Calibration,
     CoverageResult,
@@ -42,10 +47,35 @@ from interviewer.scoring.coverage import (
 )
 from interviewer.scoring.guard import screen
 from interviewer.scoring.judge import QuoteResult, extract_quotes, run_judge
-from interviewer.scoring.models import CheckResult, CriterionScore, Method, QuestionScore
+from interviewer.scoring.models import (
+    CheckResult,
+    CriterionScore,
+    KeyPointVerdict,
+    Method,
+    QuestionScore,
+    Status,
+)
 
 WELL_ANSWERED = 2.5  # a why-level counts as answered well from this coverage level (of 4) up
 MAX_EVIDENCE = 4
+CONTRADICTED_CRITERION_MAX = 1  # a criterion touched by an asserted classic wrong claim
+CONTRADICTED_ANSWER_MAX = 1.5  # the whole question when its answer asserts one
+OFF_TOPIC_MAX = 0.5
+# Relevance = the highest of the answer's similarity to the rubric, to the question and of its best sentence
+# to the rubric (MiniLM cosine). On Mohler (400 answers against their own question vs. another question's):
+# 1% of real answers fall below 0.18 and 5% below 0.31, while half of the other-question pairs sit below 0.19
+# and 90% below 0.36. Below OFF_TOPIC_BELOW an answer is treated as off-topic; up to RELEVANT_FROM the cap
+# rises linearly to full marks.
+OFF_TOPIC_BELOW = 0.20
+RELEVANT_FROM = 0.25
+# In the same field an absolute similarity cannot tell a weak answer from an answer to another question (the
+# bank's own model answers reach 0.25-0.45 on behavioral questions; another question's answer, 0.34 at the
+# median). Relative relevance can: the gap between the answer's similarity to the best *other* bank question
+# and to its own. Bank model answers (our dev set, not the trap set): gap <= 0.18 for 90%, <= 0.38 for 99%;
+# another question's model answer: >= 0.20 for 90% (same round), median 0.43. Full marks allowed up to
+# GAP_FROM, off-topic from GAP_OFF_TOPIC, linear between.
+GAP_FROM = 0.20
+GAP_OFF_TOPIC = 0.35
 _GENERIC = Criterion(
     name="correctness and coverage",
     levels={
@@ -69,6 +99,7 @@ class RubricScorer:
         judge_samples: int = 3,
         use_quotes: bool = True,
         quote_min_similarity: float = 0.5,
+        neighbours: Sequence[Question] | None = None,
     ) -> None:
         self._embedder = embedder
         self._enc: TextEncoder | None = None
@@ -80,6 +111,9 @@ class RubricScorer:
         # sentences in order, one per key point (MiniLM cosine: aligned quotes ~0.86, misaligned 0.2-0.4).
         self.quote_min_similarity = quote_min_similarity
         self._calibration = calibration
+        # The bank's other questions, for relative relevance (is this an answer to a different question?).
+        self._neighbours = list(neighbours or [])
+        self._neighbour_vecs: np.ndarray | None = None
 
     @property
     def encoder(self) -> TextEncoder:
@@ -105,6 +139,7 @@ class RubricScorer:
             criteria=list(question.criteria),
             numeric=list(question.numeric_checks),
             facts=list(question.fact_checks),
+            contradictions=list(question.contradictions),
             answers=answers,
             why_steps=[(s.fallback + " " + s.target, list(s.key_points)) for s in question.why_chain],
             code_verdict_passed=code_verdict_passed,
@@ -123,6 +158,7 @@ class RubricScorer:
         why_steps: list[tuple[str, list[str]]],
         code_verdict_passed: bool | None,
         reference: str | None = None,
+        contradictions: list[Contradiction] | None = None,
     ) -> QuestionScore:
         notes: list[str] = []
         methods: list[Method] = []
@@ -144,7 +180,22 @@ class RubricScorer:
         c = cov.level
         notes.append(f"coverage (calibrated on human grades): {c:.2f}/4")
 
-        checks: list[CheckResult] = run_checks(main, numeric, facts) if (numeric or facts) else []
+        hits = find_contradictions("\n".join(sc.text for sc in screened), contradictions or [])
+        for h in hits:
+            notes.append(f"asserts a classic wrong claim ({h.name}): \u201c{h.sentence}\u201d")
+        relevance = max(
+            cov.features.get("cos_reference", 0.0),
+            cov.features.get("cos_question", 0.0),
+            cov.features.get("max_sentence_sim", 0.0),
+        )
+        gap = self._relevance_gap(question_id, question_text, key_points, main) if main.strip() else None
+        off_topic = bool(main.strip()) and (
+            relevance < OFF_TOPIC_BELOW or (gap is not None and gap >= GAP_OFF_TOPIC)
+        )
+
+        checks: list[CheckResult] = (
+            run_checks(main, numeric, facts, question_text) if (numeric or facts) else []
+        )
         if checks:
             methods.append("deterministic")
             passed = sum(ch.passed for ch in checks)
@@ -190,12 +241,30 @@ class RubricScorer:
             )
             overall = 0.5 * (4.0 if code_verdict_passed else 0.0) + 0.5 * discussion
 
+        if (
+            not off_topic
+            and gap is not None
+            and gap >= GAP_FROM
+            and not any(m.covered for m in cov.matches)
+            and not (quotes and quotes.covered)
+        ):
+            off_topic = True  # closer to another question than to this one, and none of this one's points
+            notes.append(f"off-topic: gap {gap:.2f} to another bank question and no key point covered")
+        wrong_sentences = {h.sentence for h in hits}
         covered = [
-            m.key_point for m in cov.matches if m.covered or (quotes and quotes.quotes.get(m.key_point))
+            m.key_point
+            for m in cov.matches
+            if (m.covered and m.best_sentence not in wrong_sentences)
+            or (quotes and quotes.quotes.get(m.key_point))
         ]
+        if off_topic:
+            covered = []
         missed = [k for k in key_points if k not in covered]
-        evidence_for = self._evidence(cov, quotes)
+        evidence_for = {
+            k: e for k, e in self._evidence(cov, quotes).items() if e not in wrong_sentences and k in covered
+        }
         crit_scores = self._criteria(criteria, cov, judged, evidence_for, covered, missed, c, quotes, notes)
+        crit_scores = self._truth_caps(crit_scores, hits, off_topic, bool(main.strip()))
         if code_verdict_passed is not None:
             crit_scores.append(
                 CriterionScore(
@@ -220,9 +289,33 @@ class RubricScorer:
             )
             depth += int(good)
 
+        if hits:
+            overall = min(overall, CONTRADICTED_ANSWER_MAX)
+            notes.append(f"capped at {CONTRADICTED_ANSWER_MAX}: the answer asserts a classic wrong claim")
+        if not main.strip():
+            overall = 0.0 if code_verdict_passed is None else min(overall, 2.0)
+        elif off_topic and code_verdict_passed is None:
+            overall = min(overall, OFF_TOPIC_MAX)
+        else:
+            span = (relevance - OFF_TOPIC_BELOW) / (RELEVANT_FROM - OFF_TOPIC_BELOW)
+            if gap is not None:
+                span = min(span, (GAP_OFF_TOPIC - gap) / (GAP_OFF_TOPIC - GAP_FROM))
+            cap = OFF_TOPIC_MAX + (4.0 - OFF_TOPIC_MAX) * min(1.0, max(0.0, span))
+            if overall > cap:
+                notes.append(
+                    f"relevance {relevance:.2f}, gap to the closest other question "
+                    f"{'n/a' if gap is None else f'{gap:.2f}'}: capped at {cap:.2f} "
+                    "(little of it is about this question)"
+                )
+                overall = cap
+            if code_verdict_passed and off_topic:
+                overall = max(overall, 2.0)  # passing tests stay the score of record for correctness
+        verdicts = self._verdicts(cov, hits, covered, key_points, criteria, off_topic)
+
         return QuestionScore(
             question_id=question_id,
             overall=round(min(4.0, max(0.0, overall)), 2),
+            verdicts=verdicts,
             criteria=crit_scores,
             checks=checks,
             key_points_covered=covered,
@@ -231,6 +324,136 @@ class RubricScorer:
             methods=list(dict.fromkeys(methods)),
             notes=notes,
         )
+
+    def _relevance_gap(
+        self, question_id: str, question_text: str, key_points: list[str], answer: str
+    ) -> float | None:
+        """How much closer the answer is to the best other bank question than to its own (None: no bank)."""
+        others = [q for q in self._neighbours if q.id != question_id]
+        if not others:
+            return None
+        if self._neighbour_vecs is None:
+            self._neighbour_vecs = self.encoder.sentences(
+                [_about(q.question, q.key_points) for q in self._neighbours]
+            )
+        idx = [i for i, q in enumerate(self._neighbours) if q.id != question_id]
+        own, a = self.encoder.sentences([_about(question_text, key_points), answer])
+        return float((self._neighbour_vecs[idx] @ a).max() - own @ a)
+
+    @staticmethod
+    def _truth_caps(
+        scores: list[CriterionScore], hits: list[ContradictionHit], off_topic: bool, answered: bool
+    ) -> list[CriterionScore]:
+        """Cap criteria touched by a classic wrong claim, zero everything off-topic, and say why per criterion."""
+        out: list[CriterionScore] = []
+        for cs in scores:
+            if cs.method == "code-tests":
+                status: Status = "met" if cs.level >= 3 else "missing"
+                reason = (
+                    "the sandboxed tests pass" if cs.level >= 3 else "the sandboxed tests do not all pass"
+                )
+                out.append(cs.model_copy(update={"status": status, "reason": reason}))
+                continue
+            hit = next((h for h in hits if h.criterion in (None, cs.criterion)), None)
+            if not answered:
+                out.append(
+                    cs.model_copy(
+                        update={
+                            "level": 0,
+                            "evidence": [],
+                            "status": "missing",
+                            "reason": "no answer was given",
+                        }
+                    )
+                )
+            elif off_topic:
+                out.append(
+                    cs.model_copy(
+                        update={
+                            "level": 0,
+                            "evidence": [],
+                            "status": "off-topic",
+                            "reason": "the answer is about something other than this question",
+                        }
+                    )
+                )
+            elif hit is not None:
+                out.append(
+                    cs.model_copy(
+                        update={
+                            "level": min(cs.level, CONTRADICTED_CRITERION_MAX),
+                            "evidence": [e for e in cs.evidence if e != hit.sentence],
+                            "status": "contradicted",
+                            "reason": f"contradicted: the answer says {hit.claim}",
+                            "contradicted_by": hit.sentence,
+                        }
+                    )
+                )
+            else:
+                status = "met" if cs.level >= 3 else "partial" if cs.level >= 2 or cs.evidence else "missing"
+                if status == "met":
+                    reason = "met" + (f": \u201c{cs.evidence[0]}\u201d" if cs.evidence else "")
+                elif cs.missing:
+                    reason = f"{status}: missing {'; '.join(cs.missing[:2])}"
+                else:
+                    reason = f"{status}: the answer stays general on this point"
+                out.append(cs.model_copy(update={"status": status, "reason": reason}))
+        return out
+
+    def _verdicts(
+        self,
+        cov: CoverageResult,
+        hits: list[ContradictionHit],
+        covered: list[str],
+        key_points: list[str],
+        criteria: list[Criterion],
+        off_topic: bool,
+    ) -> list[KeyPointVerdict]:
+        """Offline per-key-point verdicts: stated (covered), contradicted (a classic wrong claim against the
+        key point closest to it) or absent."""
+        fraction = {m.key_point: m.fraction for m in cov.matches}
+        best = {m.key_point: m.best_sentence for m in cov.matches}
+        contradicted: dict[str, ContradictionHit] = {}
+        if hits and key_points and not off_topic:
+            assignment = self._assign(criteria, key_points) if criteria else {}
+            kp_vecs = self.encoder.sentences(key_points)
+            for h in hits:
+                pool = assignment.get(h.criterion or "", key_points) or key_points
+                idx = [key_points.index(k) for k in pool]
+                sims = kp_vecs[idx] @ self.encoder.sentences([h.claim])[0]
+                contradicted.setdefault(pool[int(np.argmax(sims))], h)
+        out: list[KeyPointVerdict] = []
+        for k in key_points:
+            if k in contradicted:
+                out.append(
+                    KeyPointVerdict(
+                        key_point=k,
+                        verdict="contradicted",
+                        confidence=0.9,
+                        quote=contradicted[k].sentence,
+                        method="deterministic",
+                    )
+                )
+            elif k in covered:
+                out.append(
+                    KeyPointVerdict(
+                        key_point=k,
+                        verdict="stated",
+                        confidence=round(min(1.0, max(0.0, fraction.get(k, 0.0))), 3),
+                        quote=best.get(k),
+                        method="coverage",
+                    )
+                )
+            else:
+                out.append(
+                    KeyPointVerdict(
+                        key_point=k,
+                        verdict="absent",
+                        confidence=round(1.0 - min(1.0, max(0.0, fraction.get(k, 0.0))), 3),
+                        method="coverage",
+                    )
+                )
+        return out
 
     def _relevant(self, quotes: QuoteResult, notes: list[str]) -> QuoteResult:
         """Drop verified quotes that are not about their key point."""
@@ -363,6 +586,11 @@ class RubricScorer:
         }
 
 
+def _about(question: str, key_points: Sequence[str]) -> str:
+    """What a question is about, as one text for relevance: the question and its key points."""
+    return question + "\n" + "\n".join(key_points)
+
+
 def _rubric_spec(question_text: str, reference: str | None, rubric: Any) -> dict[str, Any]:
     """Normalise a reference answer and/or a rubric (Question, dict, YAML/JSON text, or plain text)."""
     if not question_text or not question_text.strip():
@@ -378,6 +606,7 @@ def _rubric_spec(question_text: str, reference: str | None, rubric: Any) -> dict
             "criteria": list(q.criteria),
             "numeric": list(q.numeric_checks),
             "facts": list(q.fact_checks),
+            "contradictions": list(q.contradictions),
             "reference": reference,
         }
     data: Any = rubric
@@ -392,12 +621,14 @@ def _rubric_spec(question_text: str, reference: str | None, rubric: Any) -> dict
     criteria: list[Criterion] = []
     numeric: list[NumericCheck] = []
     facts: list[FactCheck] = []
+    contradictions: list[Contradiction] = []
     try:
         if isinstance(data, dict):
             key_points = [str(k) for k in data.get("key_points", [])]
             criteria = [Criterion.model_validate(c) for c in data.get("criteria", [])]
             numeric = [NumericCheck.model_validate(c) for c in data.get("numeric_checks", [])]
             facts = [FactCheck.model_validate(c) for c in data.get("fact_checks", [])]
+            contradictions = [Contradiction.model_validate(c) for c in data.get("contradictions", [])]
             reference = reference or data.get("model_answer") or data.get("reference_answer")
         elif isinstance(data, list):
             key_points = [str(k) for k in data]
@@ -419,6 +650,7 @@ def _rubric_spec(question_text: str, reference: str | None, rubric: Any) -> dict
         "criteria": criteria or [_GENERIC],
         "numeric": numeric,
         "facts": facts,
+        "contradictions": contradictions,
         # A reference answer is what the coverage model was calibrated against; key points otherwise.
         "reference": reference if reference and reference.strip() else None,
     }
