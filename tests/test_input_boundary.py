@@ -62,8 +62,10 @@ def test_invisible_only_answers_are_empty(fixture_bank, tmp_path, blank: str) ->
 def test_candidate_markdown_images_and_html_are_shown_as_text(fixture_bank, tmp_path) -> None:
     store = SessionStore(tmp_path / "s.db")
     it = _start(fixture_bank, store)
-    it.submit("It is bandwidth. ![pixel](https://tracker.example/p.png) <img src=https://tracker.example/x.png>")
-    shown = [m["content"] for m in it.messages() if m["role"] == "user"][0]
+    it.submit(
+        "It is bandwidth. ![pixel](https://tracker.example/p.png) <img src=https://tracker.example/x.png>"
+    )
+    shown = next(m["content"] for m in it.messages() if m["role"] == "user")
     assert "![" not in shown and "<img" not in shown and "[image: pixel]" in shown
     assert "](https://tracker.example" not in shown
     it.advance_all()
