@@ -55,7 +55,9 @@ def test_prompts_sent_while_typing_are_prefixes_of_the_follow_up_prompt(fixture_
 
         partial = [p for p in prompts[:sent_ahead] if "<candidate_answer>" in _content(p[-1])]
         stats = port.prefiller.stats
-        assert offered > 0 and stats.sent >= 3 and stats.offered >= offered + 1  # + the prefetch at each question
+        assert (
+            offered > 0 and stats.sent >= 3 and stats.offered >= offered + 1
+        )  # + the prefetch at each question
         assert stats.sent + stats.superseded + stats.skipped_busy == stats.offered
         for p in partial:
             assert _content(p[0]) == final_system
