@@ -13,7 +13,15 @@ from .support.traps import TRAPS, load_traps, question_split
 
 REPO = Path(__file__).resolve().parents[1]
 # Rounds whose every non-coding question has a trap file (extend as the set grows; see the closing notes).
-COVERED_ROUNDS = ["inference-case", "inference-deep-dive", "system-design", "ml-coding", "phone-screen"]
+COVERED_ROUNDS = [
+    "inference-case",
+    "inference-deep-dive",
+    "system-design",
+    "ml-coding",
+    "phone-screen",
+    "recruiter-screen",
+    "behavioral",
+]
 WORDS = re.compile(r"[a-z0-9]+")
 
 
