@@ -30,6 +30,8 @@ from interviewer.config import Settings
 from interviewer.embeddings import ChromaEmbeddingFunction, Embedder
 from interviewer.errors import IndexError_, InputError
 from interviewer.retrieval import ChromaBacked, Passage
+from interviewer.scoring.guard import defang_document
+from interviewer.text import clean, is_blank
 
 if TYPE_CHECKING:
     from chromadb.api import ClientAPI
@@ -298,6 +300,7 @@ class Resume:
     projects: tuple[Project, ...]
     name: str | None = None
     digest: str = field(default="")
+    removed: tuple[str, ...] = ()  # lines addressed to the model or the grader, left out of every prompt
 
     def project(self, name: str) -> Project:
         for p in self.projects:
@@ -366,8 +369,12 @@ def parse_resume(text: str, *, owner: str = "local", source: str = "pasted text"
     Raises:
         InputError: when the text is empty, too long, or too short to hold a project.
     """
-    if text is None or not text.strip():
+    if text is None or is_blank(text):
         raise InputError("the resume is empty: upload your resume or paste its text")
+    # Text at the boundary, then defanged like an answer: a resume line cannot speak to the model or close
+    # the prompt's sections, and what it tried is kept as a note.
+    screened = defang_document(clean(text.replace("\x7f", "•")))  # pypdf: a bullet glyph it cannot map
+    text = screened.text
     if len(text) > MAX_RESUME_CHARS:
         raise InputError(
             f"the resume text is {len(text):,} characters; the limit is {MAX_RESUME_CHARS:,}. "
@@ -430,6 +437,7 @@ def parse_resume(text: str, *, owner: str = "local", source: str = "pasted text"
         projects=tuple(projects),
         name=name,
         digest=digest,
+        removed=tuple(screened.removed),
     )
 
 

@@ -26,6 +26,7 @@ from interviewer.content import Bank, Question, Round
 from interviewer.errors import InputError, InterviewerError, SessionNotFound
 from interviewer.scoring.models import QuestionScore
 from interviewer.store import SessionStore
+from interviewer.text import clean, is_blank
 
 log = logging.getLogger(__name__)
 
@@ -613,8 +614,9 @@ class Interview:
     # the candidate's turn --------------------------------------------------------------------------
     def validate_answer(self, text: str) -> str:
         """The answer as stored, or InputError with a message for the candidate."""
-        if text is None or not text.strip():
+        if is_blank(text):  # zero-width or control characters only count as empty too
             raise InputError('the answer is empty: type or say something (even "I don\'t know") to go on')
+        text = clean(text)
         if len(text) > self.ports.max_answer_chars:
             raise InputError(
                 f"the answer is {len(text):,} characters; the limit is {self.ports.max_answer_chars:,}. "

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import html
 import logging
 import secrets
 import threading
@@ -21,6 +20,7 @@ from interviewer.content import Round
 from interviewer.errors import InputError, InterviewerError
 from interviewer.runtime import Runtime
 from interviewer.session import Interview, replay
+from interviewer.text import inert_markdown
 
 log = logging.getLogger(__name__)
 
@@ -45,10 +45,8 @@ BUSY = "the interviewer is still on your last message: wait for it to finish, th
 
 
 def _shown(chat: Chat) -> Chat:
-    """The chat as displayed: the candidate's markup is escaped, so it shows as typed and never renders."""
-    return [
-        {**m, "content": html.escape(m["content"], quote=False)} if m["role"] == "user" else m for m in chat
-    ]
+    """The chat as displayed: the candidate's markup (HTML, images, links) shows as typed and never renders."""
+    return [{**m, "content": inert_markdown(m["content"])} if m["role"] == "user" else m for m in chat]
 
 
 def _owner(owner: str | None, request: gr.Request | None) -> str:
