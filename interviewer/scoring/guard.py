@@ -151,7 +151,15 @@ def fence(text: str) -> tuple[str, str, str]:
 
 # The patterns that also apply to a resume: orders, addresses to the grader, fake roles and section markers.
 # Not the ones about marks and ratings: a resume may well say "top score on the leaderboard" or "rated 4.8/5".
-_RESUME_PATTERNS = tuple(_PATTERNS[i] for i in (0, 1, 2, 3, 4, 8, 12, 13, 14, 15, 17, 18, 19, 20, 21))
+_RESUME_PATTERNS = (
+    *(_PATTERNS[i] for i in (0, 1, 2, 3, 4, 8, 12, 13, 14, 15, 17, 18, 19, 20, 21)),
+    # Persona switches, without "act as" or "role-play", which a resume may use of a job.
+    re.compile(
+        r"\b(from now on|you are (now|no longer)|pretend (to be|you are)|developer mode|jailbreak|"
+        r"do anything now|as an? (ai|language model|llm))\b",
+        _FLAGS,
+    ),
+)
 
 
 def defang_document(text: str) -> Screened:
