@@ -53,6 +53,11 @@ class Resolved:
     token: str  # what the browser keeps (unchanged, or a freshly signed one)
 
 
+def owner_in(token: str) -> str:
+    """The owner id a signed token names (not verified: for logs and tests, never for access)."""
+    return token.rpartition(".")[0] if token.startswith((WEB, _LEGACY)) and "." in token else token
+
+
 class OwnerTokens:
     def __init__(self, key: bytes) -> None:
         self._key = key
@@ -80,8 +85,8 @@ class OwnerTokens:
 
     def resolve(self, token: str | None, username: str | None = None) -> Resolved:
         """The owner of a request: the login when there is one, else the browser's token if it is genuine."""
-        if username:
-            return Resolved(f"user:{username}", token or "")
+        if username:  # the login decides; the browser keeps the (public) name, which owns nothing by itself
+            return Resolved(f"user:{username}", f"user:{username}")
         owner = self.verify(token)
         if owner is not None:
             return Resolved(owner, token or "")

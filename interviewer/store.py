@@ -386,6 +386,15 @@ class SessionStore:
                 .values(holder=self.writer_id, expires=now + ttl)
             ).rowcount
             if not renewed:
+                dead = self._dead_holder(c, session_id)
+                if dead is not None:  # its process is gone (kill -9 on this machine): no need to wait
+                    renewed = c.execute(
+                        update(writers)
+                        .where(writers.c.session_id == session_id)
+                        .where(writers.c.holder == dead)
+                        .values(holder=self.writer_id, expires=now + ttl)
+                    ).rowcount
+            if not renewed:
                 inserted = c.execute(
                     text(
                         "INSERT INTO writers(session_id, holder, expires) VALUES (:sid, :holder, :expires) "
@@ -418,11 +427,33 @@ class SessionStore:
             return None
         return str(rows[0][0]), float(rows[0][1])
 
+    def _dead_holder(self, c: Connection, session_id: str) -> str | None:
+        """The session's holder if it is a process on this machine that no longer exists."""
+        row = c.execute(select(writers.c.holder).where(writers.c.session_id == session_id)).first()
+        if row is None or row[0] == self.writer_id:
+            return None
+        host, _, rest = str(row[0]).partition(":")
+        pid = rest.partition(":")[0]
+        if host != socket.gethostname() or not pid.isdigit():
+            return None
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            return str(row[0])
+        except OSError:  # it exists (another user's): alive
+            return None
+        return None
+
     def _check_writer(self, c: Connection, session_id: str) -> None:
         row = c.execute(
             select(writers.c.holder, writers.c.expires).where(writers.c.session_id == session_id)
         ).first()
-        if row is not None and row[0] != self.writer_id and row[1] >= time.time():
+        if (
+            row is not None
+            and row[0] != self.writer_id
+            and row[1] >= time.time()
+            and self._dead_holder(c, session_id) is None
+        ):
             host, _, rest = str(row[0]).partition(":")
             pid = rest.partition(":")[0]
             raise SessionBusy(

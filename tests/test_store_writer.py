@@ -162,3 +162,26 @@ def test_a_read_only_data_dir_is_named_not_called_corrupt() -> None:
         for p in folder.iterdir():
             p.unlink()
         folder.rmdir()
+
+
+def test_a_lease_of_a_killed_process_on_this_machine_is_taken_over_at_once(location: str) -> None:
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")
+    proc = ctx.Process(target=_claim_and_die, args=(location,))
+    proc.start()
+    proc.join(120)
+    store = _store(location)
+    sid = store.list()[0].id
+    holder = store.writer(sid)
+    assert holder is not None and holder[0] != store.writer_id  # its lease is still in the table ...
+    store.claim(sid)  # ... but its process is gone, so this one need not wait for the lease to run out
+    store.append(sid, "answered", {"text": "after the crash"})
+    store.close()
+
+
+def _claim_and_die(location: str) -> None:
+    store = _store(location)
+    sid = store.create("web:a", "t", {"rounds": [], "questions": []})
+    store.claim(sid)
+    os._exit(0)  # no close, no release: as kill -9 leaves it
