@@ -38,12 +38,17 @@ def _runtime(data_dir: Path) -> Runtime:
 
 
 class _Live:
-    def __init__(self, data_dir: Path, **build_kw: object) -> None:
+    def __init__(self, data_dir: Path, max_file_size: str | None = None, **build_kw: object) -> None:
         self.rt = _runtime(data_dir)
         self.demo = build(self.rt, **build_kw)  # type: ignore[arg-type]
         self.demo.queue()
         self.demo.launch(
-            server_name="127.0.0.1", server_port=None, prevent_thread_lock=True, quiet=True, ssr_mode=False
+            server_name="127.0.0.1",
+            server_port=None,
+            prevent_thread_lock=True,
+            quiet=True,
+            ssr_mode=False,
+            max_file_size=max_file_size,
         )
         self.client = Client(self.demo.local_url, verbose=False)
 

@@ -80,3 +80,19 @@ def test_uploads_get_clear_messages_and_are_deleted_after_parsing(tmp_path: Path
         assert left == [], f"uploads left on the server: {left}"
     finally:
         app.close()
+
+
+def test_an_upload_over_the_cap_is_refused_before_parsing(tmp_path: Path) -> None:
+    from ui.app import MAX_UPLOAD
+
+    app = _Live(tmp_path / "data", max_file_size=MAX_UPLOAD)  # as ui.app.launch serves it
+    try:
+        big = tmp_path / "resume.txt"
+        big.write_bytes(b"word " * (11 * 1024 * 1024 // 5))  # 11 MB
+        with pytest.raises(Exception, match=r"(?i)file size|too large|exceeds"):
+            app.client.predict(
+                "resume-deep-dive", 1, False, None, "", handle_file(str(big)), api_name="/start"
+            )
+        assert not [p for p in Path(app.demo.GRADIO_CACHE).rglob("resume.txt")]
+    finally:
+        app.close()
