@@ -76,6 +76,9 @@ def serve(
     port: Annotated[int | None, typer.Option(help="port (default 7860; 0 picks a free one)")] = None,
     share: Annotated[bool, typer.Option(help="also open a public Gradio share link")] = False,
     auth: Annotated[str | None, typer.Option(help="require a login, as USER:PASSWORD")] = None,
+    public_without_login: Annotated[
+        bool, typer.Option(help="with --share and no --auth: yes, anyone with the link may use the app")
+    ] = False,
     base_url: BaseUrl = None,
     api_key: ApiKey = None,
     model: ModelOpt = None,
@@ -84,6 +87,17 @@ def serve(
     data_dir: DataDir = None,
 ) -> None:
     """Start the web UI (the embedded model starts with it unless --base-url is set)."""
+    from interviewer.netguard import exposure_check
+
+    try:
+        exposure_check(share=share, auth=bool(auth), confirmed=public_without_login)
+    except InputError as e:
+        _fail(e)
+    if share and not auth:
+        console.print(
+            "[bold red]WARNING: the share link is public and has no login: anyone with it can use this app, "
+            "its model and its sandbox.[/bold red]"
+        )
     settings = _settings(
         host=host,
         port=port,
@@ -107,6 +121,7 @@ def serve(
             settings,
             share=share,
             auth=credentials,
+            public_without_login=public_without_login,
             progress=lambda m: console.print(f"[dim]{escape(m)}[/dim]"),
         )
     except InterviewerError as e:

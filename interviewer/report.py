@@ -310,7 +310,7 @@ def _md_escape(text: str) -> str:
 def render_markdown(rep: Report) -> str:
     when = dt.datetime.fromtimestamp(rep.created).strftime("%Y-%m-%d %H:%M")
     out = [
-        f"# Feedback report: {rep.title}",
+        f"# Feedback report: {html.escape(rep.title, quote=False)}",
         "",
         f"Session `{rep.session_id}`, {when}, status: {rep.status}.",
         "",
@@ -334,7 +334,7 @@ def render_markdown(rep: Report) -> str:
             out += [f"| {k} | {v:.1f} |" for k, v in rr.criteria.items()]
             out.append("")
         for q in rr.questions:
-            out.append(f"### {q.question}")
+            out.append(f"### {html.escape(q.question, quote=False)}")  # may quote the resume
             out.append("")
             if q.status == "not reached":
                 out += ["_Not reached in this session._", ""]
@@ -374,7 +374,7 @@ def render_markdown(rep: Report) -> str:
                         f"L{t.level} {t.seconds:.0f}s{' (over)' if t.over_time else ''}" for t in timed
                     )
                 )
-            out.append("- key ideas of a strong answer: " + "; ".join(q.key_ideas))
+            out.append("- key ideas of a strong answer: " + html.escape("; ".join(q.key_ideas), quote=False))
             out.append("")
     if rep.delivery:
         d = rep.delivery

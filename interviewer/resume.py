@@ -30,6 +30,8 @@ from interviewer.config import Settings
 from interviewer.embeddings import ChromaEmbeddingFunction, Embedder
 from interviewer.errors import IndexError_, InputError
 from interviewer.retrieval import ChromaBacked, Passage
+from interviewer.scoring.guard import defang_document
+from interviewer.text import clean, is_blank
 
 if TYPE_CHECKING:
     from chromadb.api import ClientAPI
@@ -93,20 +95,52 @@ def _decode_text(data: bytes) -> str:
     return text
 
 
-def _pdf_text(data: bytes) -> str:
-    from pypdf import PdfReader
-    from pypdf.errors import PdfReadError
+MAX_PDF_UNPACKED_BYTES = 32 * 1024 * 1024  # a text resume unpacks to well under 1 MB; a Flate bomb to GBs
 
+
+def _pdf_text(data: bytes) -> str:
+    from pypdf import PdfReader, apply_configuration
+    from pypdf.errors import DependencyError, FileNotDecryptedError, LimitReachedError, PdfReadError
+
+    limit = MAX_PDF_UNPACKED_BYTES
     try:
-        reader = PdfReader(io.BytesIO(data))
-        if reader.is_encrypted and not reader.decrypt(""):
-            raise InputError(
-                "this PDF is password-protected: export an unprotected copy, or paste the text instead"
-            )
-        pages = [page.extract_text() or "" for page in reader.pages]
+        # Every stream is capped while it is unpacked, so a compression bomb stops at the cap, not at the RAM.
+        with apply_configuration(
+            zlib_maximum_output_length=limit,
+            lzw_maximum_output_length=limit,
+            run_length_maximum_output_length=limit,
+            array_based_stream_maximum_output_length=limit,
+            maximum_declared_stream_length=limit,
+        ):
+            reader = PdfReader(io.BytesIO(data))
+            if reader.is_encrypted and not reader.decrypt(""):
+                raise InputError(
+                    "this PDF is password-protected: export an unprotected copy, or paste the text instead"
+                )
+            pages = []
+            for page in reader.pages:
+                contents = page.get_contents()  # unpacked here first: extract_text hides a reached limit
+                if contents is not None:
+                    contents.get_data()
+                pages.append(page.extract_text() or "")
+                if sum(map(len, pages)) > MAX_RESUME_CHARS:
+                    break  # parse_resume reports the length
     except InputError:
         raise
-    except (PdfReadError, ValueError, KeyError, TypeError, OSError) as e:
+    except (DependencyError, FileNotDecryptedError, NotImplementedError) as e:
+        raise InputError(
+            "this PDF is encrypted (e.g. AES, for print or copy restrictions) and cannot be read here: "
+            "export or print it to a new PDF without protection, upload the text version, or paste the text"
+        ) from e
+    except LimitReachedError as e:
+        raise InputError(
+            f"this PDF unpacks to more than {limit // (1024 * 1024)} MB (a compressed stream that expands "
+            "enormously, as in a compression bomb): a resume never does. Re-export it from your editor, or "
+            "paste the text"
+        ) from e
+    except MemoryError as e:
+        raise InputError("this PDF needs too much memory to read: re-export it, or paste the text") from e
+    except (PdfReadError, ValueError, KeyError, TypeError, OSError, RecursionError) as e:
         raise InputError(
             f"this PDF is damaged or unreadable ({type(e).__name__}): re-export it from your editor, "
             "or paste the text instead"
@@ -298,6 +332,7 @@ class Resume:
     projects: tuple[Project, ...]
     name: str | None = None
     digest: str = field(default="")
+    removed: tuple[str, ...] = ()  # lines addressed to the model or the grader, left out of every prompt
 
     def project(self, name: str) -> Project:
         for p in self.projects:
@@ -366,8 +401,12 @@ def parse_resume(text: str, *, owner: str = "local", source: str = "pasted text"
     Raises:
         InputError: when the text is empty, too long, or too short to hold a project.
     """
-    if text is None or not text.strip():
+    if text is None or is_blank(text):
         raise InputError("the resume is empty: upload your resume or paste its text")
+    # Text at the boundary, then defanged like an answer: a resume line cannot speak to the model or close
+    # the prompt's sections, and what it tried is kept as a note.
+    screened = defang_document(clean(text.replace("\x7f", "•")))  # pypdf: a bullet glyph it cannot map
+    text = screened.text
     if len(text) > MAX_RESUME_CHARS:
         raise InputError(
             f"the resume text is {len(text):,} characters; the limit is {MAX_RESUME_CHARS:,}. "
@@ -430,6 +469,7 @@ def parse_resume(text: str, *, owner: str = "local", source: str = "pasted text"
         projects=tuple(projects),
         name=name,
         digest=digest,
+        removed=tuple(screened.removed),
     )
 
 

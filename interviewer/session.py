@@ -26,8 +26,7 @@ from interviewer.content import Bank, Question, Round
 from interviewer.errors import InputError, InterviewerError, SessionNotFound
 from interviewer.scoring.models import QuestionScore
 from interviewer.store import SessionStore
-from interviewer.text import clean as clean_text
-from interviewer.text import for_display, is_blank
+from interviewer.text import clean, is_blank
 
 log = logging.getLogger(__name__)
 
@@ -245,7 +244,7 @@ def replay(plan: dict[str, Any], events: Sequence[Any]) -> State:
             st.turns.append(Turn("interviewer", p["text"], p["qid"], p["level"], p))
             st.level, st.awaiting, st.asked_at = p["level"], "candidate", ev.ts
         elif ev.kind == "answered":
-            text = clean_text(p["text"])  # repairs sessions stored before text was cleaned at the boundary
+            text = clean(p["text"])  # repairs sessions stored before text was cleaned at the boundary
             st.turns.append(Turn("candidate", text, p["qid"], p["level"], {**p, "text": text}))
             st.answers.setdefault(p["qid"], []).append(text)
             st.awaiting = "interviewer"
@@ -260,9 +259,7 @@ def replay(plan: dict[str, Any], events: Sequence[Any]) -> State:
         elif ev.kind == "code_run":
             st.code_runs.setdefault(p["qid"], []).append(p["verdict"])
         elif ev.kind == "clarified":
-            st.turns.append(
-                Turn("candidate", clean_text(p["question"]), p["qid"], st.level, {"clarify": True})
-            )
+            st.turns.append(Turn("candidate", clean(p["question"]), p["qid"], st.level, {"clarify": True}))
             st.turns.append(Turn("interviewer", p["reply"], p["qid"], st.level, {"clarify": True}))
         elif ev.kind == "paused":
             st.paused_at = ev.ts
@@ -397,9 +394,7 @@ class Interview:
     def messages(self) -> list[dict[str, str]]:
         """The transcript as chat messages (role: user/assistant)."""
         return [
-            # Shown as Markdown: no image is fetched and no raw HTML runs, whoever wrote the text (the model's
-            # follow-ups read the candidate's words and could be talked into echoing a tracking image).
-            {"role": "assistant" if t.role == "interviewer" else "user", "content": for_display(t.text)}
+            {"role": "assistant" if t.role == "interviewer" else "user", "content": t.text}
             for t in self.state.turns
         ]
 
@@ -611,7 +606,7 @@ class Interview:
         q = self.question
         if q is None or self.state.awaiting != "candidate" or self.state.level >= 2:
             return None
-        text = clean_text(partial)
+        text = clean(partial)
         cut = max(text.rfind(" "), text.rfind("\n"))
         if cut <= 0:
             return None
@@ -653,9 +648,9 @@ class Interview:
     # the candidate's turn --------------------------------------------------------------------------
     def validate_answer(self, text: str) -> str:
         """The answer as stored, or InputError with a message for the candidate."""
-        text = clean_text(text)
-        if is_blank(text):
+        if is_blank(text):  # zero-width or control characters only count as empty too
             raise InputError('the answer is empty: type or say something (even "I don\'t know") to go on')
+        text = clean(text)
         if len(text) > self.ports.max_answer_chars:
             raise InputError(
                 f"the answer is {len(text):,} characters; the limit is {self.ports.max_answer_chars:,}. "
@@ -731,7 +726,7 @@ class Interview:
         q = self.question
         if q is None:
             raise InputError("there is no open question to clarify")
-        question = clean_text(question)
+        question = clean(question)
         self._append("clarified", {"qid": q.id, "question": question, "reply": reply})
         self.state.turns.append(Turn("candidate", question, q.id, self.state.level, {"clarify": True}))
         self.state.turns.append(Turn("interviewer", reply, q.id, self.state.level, {"clarify": True}))

@@ -19,7 +19,9 @@ import builtins
 import contextlib
 import fcntl
 import json
+import os
 import secrets
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -47,6 +49,7 @@ from sqlalchemy.engine import URL, Connection, Engine, make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
 from interviewer.errors import SessionNotFound, StoreError
+from interviewer.text import clean, clean_tree
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -80,6 +83,20 @@ events_table = Table(
     Column("kind", Text, nullable=False),
     Column("payload", Text, nullable=False),
 )
+
+writers = Table(
+    "writers",
+    METADATA,
+    Column("session_id", Text, primary_key=True),
+    Column("holder", Text, nullable=False),
+    Column("expires", Float, nullable=False),
+)
+WRITER_LEASE_SECONDS = 90.0  # a writer that stops renewing (killed, hung) frees its sessions after this
+
+
+class SessionBusy(StoreError):
+    """Another process holds the session's writer lease."""
+
 
 _APPEND = text(
     "INSERT INTO events(session_id, seq, ts, kind, payload) "
@@ -122,7 +139,8 @@ def new_session_id() -> str:
 
 
 def _row(r: Any) -> SessionRow:
-    return SessionRow(r[0], r[1], r[2], r[3], r[4], r[5], json.loads(r[6]))
+    # Rows written before text was normalised at the boundary are repaired here (a lone surrogate, NUL).
+    return SessionRow(r[0], r[1], r[2], r[3], clean(r[4]), r[5], clean_tree(json.loads(r[6])))
 
 
 class SessionStore:
@@ -154,6 +172,9 @@ class SessionStore:
         self._engine_: Engine | None = None
         self._lock = threading.Lock()
         self._write_lock = threading.Lock()  # SQLite: one writer per process at a time (no busy waits)
+        # This store's name as a session writer: one per process (or per store object in tests).
+        self.writer_id = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
+        self._held: set[str] = set()
 
     # -- connection -------------------------------------------------------------------------------
     @property
@@ -195,6 +216,8 @@ class SessionStore:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             existed = self.path.exists() and self.path.stat().st_size > 0
+            if _read_only(self.path, OSError()):  # found now, not at the first answer
+                raise StoreError(_read_only_message(self.path, "no write permission"))
             engine = create_engine(self.url, connect_args={"timeout": 30, "check_same_thread": False})
 
             @event.listens_for(engine, "connect")
@@ -222,11 +245,15 @@ class SessionStore:
         except StoreError:
             raise
         except SQLAlchemyError as e:
+            if _read_only(self.path, e):
+                raise StoreError(_read_only_message(self.path, _reason(e))) from e
             raise StoreError(
                 f"the session database at {self.path} is corrupt or not a session database ({_reason(e)}). "
                 "It was left untouched: move it aside to start a fresh one, or set INTERVIEWER_DATA_DIR"
             ) from e
         except OSError as e:
+            if _read_only(self.path, e):
+                raise StoreError(_read_only_message(self.path, e.strerror or str(e))) from e
             raise StoreError(
                 f"cannot open the session database at {self.path} ({e.strerror}); "
                 "check permissions or set INTERVIEWER_DATA_DIR"
@@ -278,9 +305,9 @@ class SessionStore:
                     owner=owner,
                     created=now,
                     updated=now,
-                    title=title,
+                    title=clean(title),
                     status="active",
-                    plan=json.dumps(plan),
+                    plan=json.dumps(clean_tree(plan)),
                 )
             )
         return sid
@@ -312,17 +339,19 @@ class SessionStore:
             c.execute(
                 update(sessions)
                 .where(sessions.c.id == session_id)
-                .values(plan=json.dumps(plan), updated=time.time())
+                .values(plan=json.dumps(clean_tree(plan)), updated=time.time())
             )
 
     # -- events -----------------------------------------------------------------------------------
     def append(self, session_id: str, kind: str, payload: dict[str, Any], ts: float | None = None) -> Event:
         """Append one event and commit it before returning."""
         ts = time.time() if ts is None else ts
+        payload = clean_tree(payload)  # text at the boundary: nothing unencodable is ever stored
         with self._tx() as c:
             if not self.is_sqlite:
                 # Appenders to one session queue on its row; the INSERT's snapshot then sees the last seq.
                 c.execute(select(sessions.c.id).where(sessions.c.id == session_id).with_for_update())
+            self._check_writer(c, session_id)
             # SQLite takes its write lock for the whole statement, so another process appending to the same
             # session cannot take the same number either.
             seq = int(
@@ -339,9 +368,103 @@ class SessionStore:
             .where(events_table.c.session_id == session_id)
             .order_by(events_table.c.seq)
         )
-        return [Event(r[0], r[1], r[2], json.loads(r[3])) for r in rows]
+        return [Event(r[0], r[1], r[2], clean_tree(json.loads(r[3]))) for r in rows]
+
+    # -- the writer lease -------------------------------------------------------------------------
+    def claim(self, session_id: str, ttl: float = WRITER_LEASE_SECONDS) -> None:
+        """Become the session's only writer for ``ttl`` seconds (renewing is claiming again).
+
+        Raises :class:`SessionBusy` while another process (another store) holds a live lease: two app
+        processes on one data dir must not both store an answer for the same turn, or score it twice.
+        """
+        now = time.time()
+        with self._tx() as c:
+            renewed = c.execute(
+                update(writers)
+                .where(writers.c.session_id == session_id)
+                .where((writers.c.holder == self.writer_id) | (writers.c.expires < now))
+                .values(holder=self.writer_id, expires=now + ttl)
+            ).rowcount
+            if not renewed:
+                dead = self._dead_holder(c, session_id)
+                if dead is not None:  # its process is gone (kill -9 on this machine): no need to wait
+                    renewed = c.execute(
+                        update(writers)
+                        .where(writers.c.session_id == session_id)
+                        .where(writers.c.holder == dead)
+                        .values(holder=self.writer_id, expires=now + ttl)
+                    ).rowcount
+            if not renewed:
+                inserted = c.execute(
+                    text(
+                        "INSERT INTO writers(session_id, holder, expires) VALUES (:sid, :holder, :expires) "
+                        "ON CONFLICT (session_id) DO NOTHING"
+                    ),
+                    {"sid": session_id, "holder": self.writer_id, "expires": now + ttl},
+                ).rowcount
+                if not inserted:
+                    self._check_writer(c, session_id)
+        self._held.add(session_id)
+
+    heartbeat = claim
+
+    def release(self, session_id: str) -> None:
+        """Stop being the session's writer (another process may claim it at once)."""
+        with self._tx() as c:
+            c.execute(
+                writers.delete()
+                .where(writers.c.session_id == session_id)
+                .where(writers.c.holder == self.writer_id)
+            )
+        self._held.discard(session_id)
+
+    def writer(self, session_id: str) -> tuple[str, float] | None:
+        """The live lease on a session: (holder, expires), or None when nobody holds one."""
+        rows = self._read(
+            select(writers.c.holder, writers.c.expires).where(writers.c.session_id == session_id)
+        )
+        if not rows or rows[0][1] < time.time():
+            return None
+        return str(rows[0][0]), float(rows[0][1])
+
+    def _dead_holder(self, c: Connection, session_id: str) -> str | None:
+        """The session's holder if it is a process on this machine that no longer exists."""
+        row = c.execute(select(writers.c.holder).where(writers.c.session_id == session_id)).first()
+        if row is None or row[0] == self.writer_id:
+            return None
+        host, _, rest = str(row[0]).partition(":")
+        pid = rest.partition(":")[0]
+        if host != socket.gethostname() or not pid.isdigit():
+            return None
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            return str(row[0])
+        except OSError:  # it exists (another user's): alive
+            return None
+        return None
+
+    def _check_writer(self, c: Connection, session_id: str) -> None:
+        row = c.execute(
+            select(writers.c.holder, writers.c.expires).where(writers.c.session_id == session_id)
+        ).first()
+        if (
+            row is not None
+            and row[0] != self.writer_id
+            and row[1] >= time.time()
+            and self._dead_holder(c, session_id) is None
+        ):
+            host, _, rest = str(row[0]).partition(":")
+            pid = rest.partition(":")[0]
+            raise SessionBusy(
+                f"this interview is open in another app process (pid {pid} on {host}): continue it there, "
+                f"or close that one; its hold ends {int(row[1] - time.time()) + 1} s after its last turn"
+            )
 
     def close(self) -> None:
+        for sid in list(self._held):
+            with contextlib.suppress(StoreError):
+                self.release(sid)
         with self._lock:
             if self._engine_ is not None:
                 self._engine_.dispose()
@@ -351,6 +474,27 @@ class SessionStore:
 def _reason(e: SQLAlchemyError) -> str:
     orig = getattr(e, "orig", None)
     return str(orig or e).strip().splitlines()[0]
+
+
+def _read_only(path: Path, e: BaseException) -> bool:
+    """Whether opening failed because the data dir or the database file cannot be written."""
+    reason = str(getattr(e, "orig", None) or e).lower()
+    if any(w in reason for w in ("readonly", "read-only", "read only")):
+        return True
+    if isinstance(e, OSError) and e.errno in (13, 30):  # EACCES, EROFS
+        return True
+    folder = path.parent
+    return (folder.exists() and not os.access(folder, os.W_OK)) or (
+        path.exists() and not os.access(path, os.W_OK)
+    )
+
+
+def _read_only_message(path: Path, reason: str) -> str:
+    return (
+        f"the session database at {path} cannot be written: its folder {path.parent} or the file is "
+        f"read-only for this user ({reason}). Nothing is wrong with the database: make the folder writable "
+        "(it also needs room for the -wal and -shm files), or set INTERVIEWER_DATA_DIR to a writable folder"
+    )
 
 
 def _alembic_config(conn: Connection) -> Config:

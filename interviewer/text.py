@@ -1,44 +1,60 @@
-"""Candidate text at the boundary: one normal form before anything is stored, shown or scored.
+"""Text at the boundary: what any user-supplied string becomes before the engine, the store or a prompt sees it.
 
-- :func:`clean` makes any string safe to store and encode: lone UTF-16 surrogates (which JSON and Python
-  strings carry but UTF-8 cannot) become U+FFFD, the text is NFC-normalised, and invisible formatting
-  characters (zero-width spaces and joiners, BOM, bidirectional overrides) and control characters other than
-  newline and tab are dropped.
-- :func:`is_blank` says whether nothing visible is left (an answer of only zero-width characters is empty).
-- :func:`for_display` neutralises Markdown images and raw HTML so that showing the candidate's words never
-  makes the browser fetch anything (``![x](https://...)`` becomes ``[image: x]``).
+One function, :func:`clean`: Unicode NFC, lone surrogates dropped (they cannot be encoded as UTF-8 and would
+poison every later read), control and format characters dropped except newline and tab (zero-width spaces,
+bidi overrides, NUL). :func:`is_blank` says whether nothing readable is left. :func:`clean_tree` applies
+:func:`clean` to every string in a JSON-like value (the store repairs old rows with it on read).
 """
 
 from __future__ import annotations
 
-import re
+import html
 import unicodedata
+from typing import Any
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
-# Zero-width and bidirectional formatting characters, BOM, and C0/C1 controls except \t and \n.
-_INVISIBLE = re.compile(
-    "[\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\u00ad\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]"
-)
-_MD_IMAGE = re.compile(r"!\[([^\]]*)\]\([^)]*\)")
-_HTML_TAG = re.compile(r"<(/?[A-Za-z][^>]*)>")
+_KEEP = frozenset("\n\t")
+
+
+def _drop(ch: str) -> bool:
+    if ch in _KEEP:
+        return False
+    if 0xD800 <= ord(ch) <= 0xDFFF:  # a lone surrogate (a paired one never reaches a Python str as two)
+        return True
+    return unicodedata.category(ch) in {"Cc", "Cf", "Cs"} and ch != "\u200d"
 
 
 def clean(text: str | None) -> str:
-    """The text as it will be stored: valid Unicode, NFC, no invisible or control characters (\\r\\n -> \\n)."""
+    """``text`` as it is stored: NFC, no lone surrogates, no control or invisible format characters.
+
+    The zero-width joiner is kept (emoji sequences need it) but never counts as content (see is_blank).
+    """
     if not text:
         return ""
-    text = _SURROGATE.sub("\ufffd", str(text))
     text = text.replace("\r\n", "\n").replace("\r", "\n")
-    text = unicodedata.normalize("NFC", text)
-    return _INVISIBLE.sub("", text)
+    kept = "".join(ch for ch in text if not _drop(ch))
+    return unicodedata.normalize("NFC", kept)
 
 
 def is_blank(text: str | None) -> bool:
-    """Whether nothing visible remains after :func:`clean` (whitespace and invisible characters only)."""
-    return not clean(text).strip()
+    """True when the text has nothing a reader could see (whitespace and invisible characters only)."""
+    return not clean(text).replace("\u200d", "").strip()
 
 
-def for_display(text: str) -> str:
-    """Candidate text to show in Markdown: no images to fetch, no raw HTML tags (kept as visible text)."""
-    text = _MD_IMAGE.sub(lambda m: f"[image: {m.group(1) or 'no description'}]", clean(text))
-    return _HTML_TAG.sub(lambda m: f"&lt;{m.group(1)}&gt;", text)
+def clean_tree(value: Any) -> Any:
+    """Every string in a JSON-like value cleaned (dict keys too); other values unchanged."""
+    if isinstance(value, str):
+        return clean(value)
+    if isinstance(value, dict):
+        return {clean_tree(k): clean_tree(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [clean_tree(v) for v in value]
+    return value
+
+
+def inert_markdown(text: str) -> str:
+    """Candidate text for a Markdown view: shown as typed, never rendered as HTML, an image or a link.
+
+    Raw HTML is escaped and brackets become entities, so ``![x](https://host/pixel)`` cannot make the
+    browser fetch anything.
+    """
+    return html.escape(text, quote=False).replace("[", "&#91;").replace("]", "&#93;")

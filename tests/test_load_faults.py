@@ -22,6 +22,7 @@ from typer.testing import CliRunner
 from interviewer.config import Settings, load_settings
 from interviewer.llm.client import build_port
 from interviewer.llm.standin import Behaviour, StandinServer
+from interviewer.owners import owner_in
 from interviewer.runtime import ModelChoice, Runtime
 from interviewer.store import SessionStore
 from tests.support.app_process import AppProcess
@@ -177,7 +178,7 @@ def test_kill_9_mid_round_then_resume_with_the_same_owner(standin: StandinServer
     finally:
         app.stop()
     standin.behaviour = Behaviour()
-    sid = next(r.id for r in SessionStore(tmp_path / "sessions.sqlite3").list(owner=owner))
+    sid = next(r.id for r in SessionStore(tmp_path / "sessions.sqlite3").list(owner=owner_in(owner)))
     app = AppProcess(tmp_path, standin.base_url, port=app.port, extra_env=extra).start()
     try:
         client = Client(app.url, verbose=False)

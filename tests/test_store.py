@@ -130,8 +130,10 @@ def test_the_schema_is_managed_by_alembic(location: str) -> None:
     url = store.url
     engine = create_engine(url)
     with engine.connect() as c:
-        assert {"sessions", "events", "meta", "alembic_version"} <= set(inspect(c).get_table_names())
-        assert c.execute(text("SELECT version_num FROM alembic_version")).scalar_one() == "0001"
+        assert {"sessions", "events", "meta", "writers", "alembic_version"} <= set(
+            inspect(c).get_table_names()
+        )
+        assert c.execute(text("SELECT version_num FROM alembic_version")).scalar_one() == "0002"
     engine.dispose()
     store.close()
 

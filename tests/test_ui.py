@@ -147,7 +147,8 @@ def test_a_reply_cut_off_before_its_question_is_asked_on_the_next_send(live_app)
     _, owner, *_ = client.predict("phone-screen", 1, False, None, api_name="/start")
     sid = client.predict(owner, api_name="/sessions")["data"][0][0]
     # The answer was stored, then the stream died (dropped connection, restart) before the follow-up was.
-    planner.resume_session(rt, owner, sid).submit("4.7x: the serial 10% caps it")
+    # (the owner behind the browser's signed token is the one stored with the session)
+    planner.resume_session(rt, rt.store.get(sid).owner, sid).submit("4.7x: the serial 10% caps it")
     chat, box, status, *_ = client.predict(
         "It assumes the parallel part scales perfectly.", owner, api_name="/send"
     )
@@ -211,12 +212,13 @@ def test_the_timer_tick_only_reads_a_paused_session(tmp_path):
     )
     rt.settings = rt.settings.model_copy(update={"retrieval": False})
     app = App(rt)
-    *_, last = app.start("phone-screen", 1, False, "browser:me")
+    me = app.owners.issue()  # a token this server signed, as a browser keeps it
+    *_, last = app.start("phone-screen", 1, False, me)
     sid = last[1]
-    assert "s left" in app.timer(sid, "browser:me", None)
-    app.pause(sid, "browser:me", None)
+    assert "s left" in app.timer(sid, me, None)
+    app.pause(sid, me, None)
     before = rt.store.events(sid)
-    assert app.timer(sid, "browser:me", None) == ""  # the clock is stopped while paused
+    assert app.timer(sid, me, None) == ""  # the clock is stopped while paused
     assert rt.store.events(sid) == before and rt.store.get(sid).status == "paused"  # a tick writes nothing
     rt.close()
 
@@ -230,16 +232,17 @@ def test_the_view_after_end_round_redraws_from_the_store_and_writes_nothing(tmp_
     )
     rt.settings = rt.settings.model_copy(update={"retrieval": False})
     app = App(rt)
-    *_, last = app.start("phone-screen", 1, False, "browser:me")
+    me = app.owners.issue()  # a token this server signed, as a browser keeps it
+    *_, last = app.start("phone-screen", 1, False, me)
     sid = last[1]
-    app.pause(sid, "browser:me", None)
+    app.pause(sid, me, None)
     before = rt.store.events(sid)
-    chat, status = app.view(sid, "browser:me", None)
+    chat, status = app.view(sid, me, None)
     assert "Question 1/1" in status and "8 workers" in str(chat)
     assert rt.store.events(sid) == before and rt.store.get(sid).status == "paused"  # a look is not a resume
-    assert app.view(sid, "browser:someone-else", None) == app.view(None, "browser:me", None)  # no change
-    app.end_round(sid, "browser:me", None)
-    assert "Round ended" in app.view(sid, "browser:me", None)[1]
+    assert app.view(sid, "browser:someone-else", None) == app.view(None, me, None)  # no change
+    app.end_round(sid, me, None)
+    assert "Round ended" in app.view(sid, me, None)[1]
     rt.close()
 
 

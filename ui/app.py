@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import html
 import logging
 import secrets
 import threading
@@ -19,8 +18,11 @@ from interviewer import planner
 from interviewer.config import Settings
 from interviewer.content import Round
 from interviewer.errors import InputError, InterviewerError
+from interviewer.netguard import check_url, exposure_check, is_local_only
+from interviewer.owners import OwnerTokens, Resolved
 from interviewer.runtime import Runtime
 from interviewer.session import Interview, replay
+from interviewer.text import inert_markdown
 
 log = logging.getLogger(__name__)
 
@@ -45,30 +47,41 @@ BUSY = "the interviewer is still on your last message: wait for it to finish, th
 
 
 def _shown(chat: Chat) -> Chat:
-    """The chat as displayed: the candidate's markup is escaped, so it shows as typed and never renders."""
-    return [
-        {**m, "content": html.escape(m["content"], quote=False)} if m["role"] == "user" else m for m in chat
-    ]
+    """The chat as displayed: the candidate's markup (HTML, images, links) shows as typed and never renders."""
+    return [{**m, "content": inert_markdown(m["content"])} if m["role"] == "user" else m for m in chat]
 
 
-def _owner(owner: str | None, request: gr.Request | None) -> str:
-    """Logged-in users own their sessions; otherwise a random token kept in this browser."""
-    if request is not None and getattr(request, "username", None):
-        return f"user:{request.username}"
-    return owner or f"browser:{secrets.token_urlsafe(16)}"
+REPORT_TTL_SECONDS = 900  # a report download link works this long, then the file is gone
+MAX_UPLOAD = "10mb"  # resumes and recordings; Gradio refuses bigger uploads before they reach a handler
+NO_MODEL_SWITCH = (
+    "this app is shared, so the model is set by whoever runs the server (restart it with --base-url); "
+    "one visitor cannot switch the model for everyone"
+)
 
 
 class App:
-    """Handlers for one app process; per-candidate state lives in the browser (session id, owner token)."""
+    """Handlers for one app process; per-candidate state lives in the browser (session id, owner token).
 
-    def __init__(self, runtime: Runtime) -> None:
+    ``admin``: visitors may switch the model and test connections (only when the app is local-only).
+    """
+
+    def __init__(self, runtime: Runtime, *, admin: bool = True) -> None:
         self.rt = runtime
+        self.admin = admin
+        self.owners = OwnerTokens.for_data_dir(runtime.settings.data_dir)
         self._locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
         # sid -> (owner, events seen, interview): typing events reuse the open interview while nothing moved
         self._typing: dict[str, tuple[str, int, Interview]] = {}
 
     # helpers -------------------------------------------------------------------------------------
+    def _owner(self, token: str | None, request: gr.Request | None) -> str:
+        """The owner of this request: the login, else the browser's signed token (a forged one owns nothing)."""
+        return self._resolve(token, request).owner
+
+    def _resolve(self, token: str | None, request: gr.Request | None) -> Resolved:
+        return self.owners.resolve(token, getattr(request, "username", None) if request is not None else None)
+
     @contextmanager
     def _exclusive(self, sid: str | None, wait: float = 0.0) -> Iterator[bool]:
         """One turn at a time per session: Send twice (Enter + click, two tabs) must not answer twice.
@@ -90,8 +103,11 @@ class App:
             lock.release()
 
     def _open(self, sid: str | None, owner: str) -> Interview:
+        """Reopen a session to write to it: this process becomes its only writer (or says who is)."""
         if not sid:
             raise InputError("no interview yet: pick a round and press Start")
+        self.rt.store.get(sid, owner=owner)  # a stranger's id is "not found" before any lease is touched
+        self.rt.store.claim(sid)
         return planner.resume_session(self.rt, owner, sid)
 
     def _status(self, it: Interview | None, extra: str | None = None) -> str:
@@ -175,7 +191,8 @@ class App:
         voice_on: bool = False,
         request: gr.Request | None = None,
     ) -> Iterator[tuple[Any, ...]]:
-        owner = _owner(owner, request)
+        resolved = self._resolve(owner, request)
+        owner, token = resolved.owner, resolved.token
         picked = planner.Choice(
             round=choice or None,
             per_round=int(per_round),
@@ -185,12 +202,17 @@ class App:
             weak_first=bool(weak_first),
         )
         try:
-            it = planner.start(self.rt, owner, picked)
+            try:
+                it = planner.start(self.rt, owner, picked)
+            finally:
+                if resume_file:  # the upload is parsed (or refused): its copy in Gradio's cache goes now
+                    Path(resume_file).unlink(missing_ok=True)
+            self.rt.store.claim(it.session_id)
             for text in it.advance():
                 yield (
                     [{"role": "assistant", "content": text}],
                     it.session_id,
-                    owner,
+                    token,
                     self._status(it),
                     *_NO_CHANGE,
                     gr.update(),
@@ -200,7 +222,7 @@ class App:
         yield (
             _shown(it.messages()),
             it.session_id,
-            owner,
+            token,
             self._status(it),
             *self._coding(it),
             self._speak(it, voice_on),
@@ -231,7 +253,7 @@ class App:
         voice_on: bool,
         request: gr.Request | None,
     ) -> Iterator[tuple[Any, ...]]:
-        owner = _owner(owner, request)
+        owner = self._owner(owner, request)
         try:
             it = self._open(sid, owner)
             if it.awaiting == "interviewer" and not it.finished:
@@ -309,7 +331,7 @@ class App:
         """While the candidate types: send the follow-up prompt so far to the model server (#13 prefill)."""
         if not answer or not sid or self.rt.model_choice is None:
             return  # nothing typed, no interview, or the model is not up yet: never wait for it here
-        owner = _owner(owner, request)
+        owner = self._owner(owner, request)
         try:
             seen = len(self.rt.store.events(sid))
             cached = self._typing.get(sid)
@@ -333,7 +355,7 @@ class App:
         context = None
         if sid:
             try:
-                q = self._open(sid, _owner(owner, request)).question
+                q = planner.resume_session(self.rt, self._owner(owner, request), sid, read_only=True).question
                 context = q.question if q else None
             except InterviewerError:
                 context = None
@@ -349,7 +371,7 @@ class App:
     def run_tests(self, code: str, sid: str | None, owner: str | None, request: gr.Request) -> str:
         """Run the open coding question's hidden tests in the sandbox; the verdict is stored with the turn."""
         try:
-            verdict = planner.run_tests(self._open(sid, _owner(owner, request)), code)
+            verdict = planner.run_tests(self._open(sid, self._owner(owner, request)), code)
         except InterviewerError as e:
             raise gr.Error(str(e)) from e
         lines = [
@@ -368,14 +390,15 @@ class App:
     def show_report(self, sid: str | None, owner: str | None, request: gr.Request) -> tuple[str, list[str]]:
         from interviewer.report import build_report, render_html, render_markdown
 
-        owner = _owner(owner, request)
+        owner = self._owner(owner, request)
         if not sid:
             raise gr.Error("no interview yet: start or reopen one first")
         try:
             rep = build_report(self.rt.store, self.rt.bank, sid, owner=owner, scorer=self.rt.scorer())
         except InterviewerError as e:
             raise gr.Error(str(e)) from e
-        out = self.rt.settings.data_dir / "reports"
+        # A folder per download that nobody can guess; Gradio's copy (the link) expires with its cache.
+        out = self.rt.settings.data_dir / "reports" / secrets.token_hex(16)
         out.mkdir(parents=True, exist_ok=True)
         md = render_markdown(rep)
         html_path, md_path = out / f"report-{sid}.html", out / f"report-{sid}.md"
@@ -388,7 +411,7 @@ class App:
 
         from interviewer.report import skill_map
 
-        points = skill_map(self.rt.store, self.rt.bank, owner=_owner(owner, request))
+        points = skill_map(self.rt.store, self.rt.bank, owner=self._owner(owner, request))
         if not points:
             return pd.DataFrame({"when": [], "score": [], "round": []}), "No scored answers yet."
         df = pd.DataFrame(
@@ -414,7 +437,7 @@ class App:
             if not ok:
                 raise gr.Error(BUSY)
             try:
-                it = self._open(sid, _owner(owner, request))
+                it = self._open(sid, self._owner(owner, request))
             except InterviewerError as e:
                 raise gr.Error(str(e)) from e
             try:
@@ -426,7 +449,7 @@ class App:
 
     def pause(self, sid: str | None, owner: str | None, request: gr.Request) -> str:
         try:
-            it = self._open(sid, _owner(owner, request))
+            it = self._open(sid, self._owner(owner, request))
             it.pause()
         except InterviewerError as e:
             raise gr.Error(str(e)) from e
@@ -438,7 +461,7 @@ class App:
         return privacy_note(self.rt.settings)
 
     def end_round(self, sid: str | None, owner: str | None, request: gr.Request) -> tuple[Chat, str]:
-        owner = _owner(owner, request)
+        owner = self._owner(owner, request)
         with self._exclusive(sid, wait=END_WAIT_SECONDS) as ok:
             if not ok:  # ending mid-stream would let the streamed question land after the end
                 log.warning(
@@ -462,7 +485,7 @@ class App:
         if not sid:
             return gr.update(), gr.update()
         try:
-            it = planner.resume_session(self.rt, _owner(owner, request), sid, read_only=True)
+            it = planner.resume_session(self.rt, self._owner(owner, request), sid, read_only=True)
         except InterviewerError:
             return gr.update(), gr.update()
         extra = ROUND_ENDED if it.finished else None
@@ -474,7 +497,7 @@ class App:
             return ""
         try:
             # Read only: reopening the interview every second would end a pause and race the scorer.
-            row = self.rt.store.get(sid, owner=_owner(owner, request))
+            row = self.rt.store.get(sid, owner=self._owner(owner, request))
             st = replay(row.plan, self.rt.store.events(sid))
         except InterviewerError:
             return ""
@@ -484,7 +507,7 @@ class App:
         return f"⏱ {int(left)} s left" if left >= 0 else f"⏱ {int(-left)} s over time"
 
     def list_sessions(self, owner: str | None, request: gr.Request) -> list[list[str]]:
-        owner = _owner(owner, request)
+        owner = self._owner(owner, request)
         try:
             rows = self.rt.store.list(owner=owner)
         except InterviewerError as e:
@@ -495,7 +518,7 @@ class App:
         ]
 
     def reopen(self, sid: str, owner: str | None, request: gr.Request) -> tuple[Any, ...]:
-        owner = _owner(owner, request)
+        owner = self._owner(owner, request)
         with self._exclusive(sid.strip()) as ok:
             if not ok:
                 raise gr.Error(BUSY)
@@ -509,32 +532,51 @@ class App:
                 chat = _shown(it.messages())
         return chat, it.session_id, self._status(it), *self._coding(it)
 
+    def _reachable(self, base_url: str) -> str:
+        """The URL if this visitor may make the server call it (admin only; never private ranges)."""
+        if not self.admin:
+            raise gr.Error(NO_MODEL_SWITCH)
+        settings = self.rt.settings
+        choice = self.rt.model_choice
+        configured = [settings.base_url, settings.chroma_url, choice.base_url if choice else None]
+        try:
+            return check_url(base_url, configured=configured, allow_loopback=True)
+        except InputError as e:
+            raise gr.Error(str(e)) from e
+
     def test_connection(self, base_url: str, api_key: str) -> tuple[str, Any]:
         from interviewer.llm.client import test_connection
 
         if not base_url.strip():
             return "Give a base URL such as http://127.0.0.1:8000/v1", gr.update(choices=[])
-        report = test_connection(base_url.strip().rstrip("/"), api_key or None)
+        report = test_connection(self._reachable(base_url), api_key or None)
         models = list(report.models)
         return ("✅ " if report.ok else "❌ ") + report.message, gr.update(
             choices=models, value=models[0] if models else None
         )
 
     def use_model(self, base_url: str, api_key: str, model: str | None) -> tuple[str, str]:
+        url = self._reachable(base_url) if base_url.strip() else None
+        if url is None and not self.admin:
+            raise gr.Error(NO_MODEL_SWITCH)
         try:
-            choice = self.rt.switch_model(base_url.strip() or None, api_key or None, model)
+            choice = self.rt.switch_model(url, api_key or None, model)
         except InterviewerError as e:
             raise gr.Error(str(e)) from e
         return f"Now answering: {choice.display_name}", self.model_banner()
 
     def load(self, owner: str | None, request: gr.Request) -> tuple[str, str]:
-        return _owner(owner, request), self.model_banner()
+        return self._resolve(owner, request).token, self.model_banner()
 
 
-def build(runtime: Runtime) -> gr.Blocks:
-    """The UI. Constructing it does no model or network I/O."""
-    app = App(runtime)
-    with gr.Blocks(title="Mock interviewer") as demo:
+def build(runtime: Runtime, *, admin: bool = True, report_ttl: int = REPORT_TTL_SECONDS) -> gr.Blocks:
+    """The UI. Constructing it does no model or network I/O.
+
+    ``admin``: whether visitors may change the model (see :class:`App`); ``report_ttl``: seconds a download
+    link (and any upload left in Gradio's cache) lives.
+    """
+    app = App(runtime, admin=admin)
+    with gr.Blocks(title="Mock interviewer", delete_cache=(max(1, report_ttl // 3), report_ttl)) as demo:
         owner = gr.BrowserState(None, storage_key="interviewer-owner")
         sid = gr.State(None)
         gr.Markdown("# Mock interviewer\nAuthored questions, two levels of *why*, rubric scores.")
@@ -673,8 +715,13 @@ def launch(
     auth: tuple[str, str] | None = None,
     progress: Callable[[str], None] | None = None,
     block: bool = True,
+    public_without_login: bool = False,
 ) -> tuple[gr.Blocks, Runtime]:
-    """Start the app; the model warms up in the background so the page is usable at once."""
+    """Start the app; the model warms up in the background so the page is usable at once.
+
+    A share link without a login is refused unless ``public_without_login`` says the operator means it.
+    """
+    exposure_check(share=share, auth=auth is not None, confirmed=public_without_login)
     runtime = Runtime(settings)
     runtime.store.check()  # a corrupt database is reported now, with its path
     runtime.bank  # noqa: B018 - validate the content before serving
@@ -694,7 +741,7 @@ def launch(
         runtime.retriever(progress=say)
 
     threading.Thread(target=warm, name="warm-up", daemon=True).start()
-    demo = build(runtime)
+    demo = build(runtime, admin=not share and is_local_only(settings.host))
     demo.queue(default_concurrency_limit=16)
     try:
         demo.launch(
@@ -706,6 +753,7 @@ def launch(
             quiet=not block,
             ssr_mode=False,
             show_error=False,
+            max_file_size=MAX_UPLOAD,
         )
     finally:
         if block:

@@ -147,3 +147,32 @@ def fence(text: str) -> tuple[str, str, str]:
     open_tag, close_tag = f"<candidate_answer id={nonce}>", f"</candidate_answer id={nonce}>"
     safe = text.replace("<", "‹").replace(">", "›")
     return f"{open_tag}\n{safe}\n{close_tag}", open_tag, close_tag
+
+
+# The patterns that also apply to a resume: orders, addresses to the grader, fake roles and section markers.
+# Not the ones about marks and ratings: a resume may well say "top score on the leaderboard" or "rated 4.8/5".
+_RESUME_PATTERNS = (
+    *(_PATTERNS[i] for i in (0, 1, 2, 3, 4, 8, 12, 13, 14, 15, 17, 18, 19, 20, 21)),
+    # Persona switches, without "act as" or "role-play", which a resume may use of a job.
+    re.compile(
+        r"\b(from now on|you are (now|no longer)|pretend (to be|you are)|developer mode|jailbreak|"
+        r"do anything now|as an? (ai|language model|llm))\b",
+        _FLAGS,
+    ),
+)
+
+
+def defang_document(text: str) -> Screened:
+    """A resume (or any document the candidate hands in) made safe to quote in a prompt.
+
+    Lines that talk to the grader or the model go, as in :func:`screen`; angle brackets become look-alikes,
+    so no line can open or close the prompt's own sections (``</key_points></question>``).
+    """
+    removed: list[str] = []
+    out: list[str] = []
+    for line in text.split("\n"):
+        if line.strip() and any(p.search(line) for p in _RESUME_PATTERNS):
+            removed.append(line.strip())
+            continue
+        out.append(line.replace("<", "‹").replace(">", "›"))
+    return Screened(text="\n".join(out), removed=removed)

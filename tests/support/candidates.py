@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from interviewer.owners import owner_in
+
 
 def text_of(message: dict[str, Any]) -> str:
     content = message["content"]
@@ -104,7 +106,7 @@ def transcript_problems(db: Path, runs: list[CandidateRun]) -> list[str]:
             problems.append(f"candidate {r.idx}: session {r.session_id} shared with another candidate")
         seen.add(r.session_id)
         owner, answers = stored_answers(db, r.session_id)
-        if owner != r.owner:
+        if owner != owner_in(r.owner):  # the browser keeps a signed token naming the owner
             problems.append(f"candidate {r.idx}: session owned by {owner}, not {r.owner}")
         if answers != r.sent:
             problems.append(
