@@ -106,7 +106,8 @@ def test_no_question_asserts_its_own_wrong_claims(bank):
     """A phrasing that also matches the model answer or a key point would cap a correct answer."""
     bad = []
     for q in bank.questions.values():
-        for text in [q.model_answer, *q.key_points, *(kp for s in q.why_chain for kp in s.key_points)]:
+        right = [q.model_answer, *q.key_points, *(kp for s in q.why_chain for kp in s.key_points)]
+        for text in right + [kp for p in q.push for kp in p.key_points]:
             for hit in find_contradictions(text, q.contradictions):
                 bad.append(f"{q.id}: '{hit.name}' matched in {hit.sentence!r}")
     assert not bad, "\n".join(bad)
@@ -155,10 +156,32 @@ def test_the_classic_mistakes_are_caught_when_asserted_and_not_when_denied(bank)
 
 
 def test_coverage_of_contradictions_hints_and_push_steps(bank):
+    """Issue #11 asks for contradictions on >= 70 non-coding questions, #12 for a hint on every non-coding
+    question and push steps on >= 50 questions; the bank keeps a margin above both."""
     talk = [q for q in bank.questions.values() if not q.coding_task]
+    assert len(talk) >= 90
+    without_hint = [q.id for q in talk if not q.hint or not all(s.hint for s in q.why_chain)]
+    assert not without_hint, f"non-coding questions missing a hint or a why-step hint: {without_hint}"
     with_contradiction = sum(1 for q in talk if q.contradictions)
-    with_hint = sum(1 for q in talk if q.hint)
+    assert with_contradiction >= 90, with_contradiction
     with_push = sum(1 for q in bank.questions.values() if q.push)
-    assert with_contradiction >= 3, with_contradiction
-    assert with_hint >= 0, with_hint
-    assert with_push >= 0, with_push
+    assert with_push >= 100, with_push
+    kinds = {p.kind for q in bank.questions.values() for p in q.push}
+    assert kinds == {"derive", "constraint"}
+    for q in bank.questions.values():
+        assert len({c.name for c in q.contradictions}) == len(q.contradictions), q.id
+
+
+def test_the_scorer_samples_strong_answers_assert_no_wrong_claim_and_the_wrong_ones_do(bank):
+    """Answers written for the scorer tests (not the trap set): right ones stay clear, wrong ones are caught."""
+    from .scoring_samples import ANSWERS, WHY
+
+    for qid, answers in ANSWERS.items():
+        q = bank.questions[qid]
+        for kind in ("strong", "partial"):
+            assert not find_contradictions(answers[kind], q.contradictions), (qid, kind)
+        wrong = answers.get("wrong_topical", answers["wrong"])
+        assert find_contradictions(wrong, q.contradictions), (qid, "wrong")
+    for qid, replies in WHY.items():
+        for reply in replies:
+            assert not find_contradictions(reply, bank.questions[qid].contradictions), (qid, reply)
