@@ -21,6 +21,7 @@ COVERED_ROUNDS = [
     "phone-screen",
     "recruiter-screen",
     "behavioral",
+    "gpu-kernels",
 ]
 WORDS = re.compile(r"[a-z0-9]+")
 
@@ -79,3 +80,10 @@ def test_the_split_is_by_question_and_stable() -> None:
     ids = [f"q{i}" for i in range(200)]
     dev = sum(question_split(i) == "dev" for i in ids)
     assert 70 < dev < 130
+
+
+def test_every_round_with_non_coding_questions_is_covered(bank) -> None:
+    rounds = {q.round.value for q in bank.questions.values() if not q.coding_task}
+    assert rounds <= set(COVERED_ROUNDS), (
+        f"rounds without a complete trap set: {sorted(rounds - set(COVERED_ROUNDS))}"
+    )
