@@ -98,3 +98,45 @@ def test_judged_stated_points_raise_a_weak_offline_score(setup) -> None:
     judged_absent = [_v(k, "absent", 1.0, None, "llm-judge") for k in q.key_points]
     lowered = RubricScorer(HashingEmbedder(), judge_weight=0.8).score(q, [answer], judged=judged_absent)
     assert lowered.overall < base.overall and not lowered.key_points_covered
+
+
+# #15 item 15: a list of numbers and buzzwords says nothing about what was done, why, or what followed.
+BUZZ = (
+    "Nsight, baseline, profiled, A/B. 3.2x, 40%, p99, 120 ms. KV cache, batching, FP8, TensorRT-LLM. "
+    "Nsight, baseline, profiled, A/B."
+)
+
+
+def test_a_list_of_buzzwords_and_numbers_earns_no_evidence(setup) -> None:
+    q, scorer = setup
+    s = scorer.score(q, [BUZZ])
+    assert s.overall <= 0.5, s.notes
+    assert not s.key_points_covered
+    assert all(not c.evidence and c.level == 0 and c.status == "missing" for c in s.criteria)
+    assert all("lists terms" in c.reason for c in s.criteria)
+    assert any("only list terms" in n for n in s.notes)
+
+
+def test_buzzwords_added_to_an_answer_add_nothing(setup) -> None:
+    q, scorer = setup
+    strong = ANSWERS[DECODE_ID]["strong"]
+    plain = scorer.score(q, [strong])
+    padded = scorer.score(q, [strong + " " + BUZZ])
+    assert padded.overall <= plain.overall + 0.05, (plain.overall, padded.overall)
+    quoted = {e for c in padded.criteria for e in c.evidence}
+    assert not any("Nsight" in e or "3.2x" in e for e in quoted)
+
+
+def test_a_list_with_its_explanation_still_counts() -> None:
+    from interviewer.scoring.claims import explained_text, is_unexplained_list
+
+    assert is_unexplained_list("Nsight, baseline, profiled, A/B.")
+    assert is_unexplained_list("3.2x, 40%, p99, 120 ms")
+    assert not is_unexplained_list(
+        "I profiled with Nsight, which showed the copy kernel was 40% of the step."
+    )
+    assert not is_unexplained_list("We cut p99 from 180 to 120 ms by batching, so the SLO held.")
+    kept, dropped = explained_text(
+        "Batching helps because weights are read once. Nsight, FP8, A/B. Nsight, FP8, A/B."
+    )
+    assert kept == "Batching helps because weights are read once." and len(dropped) == 2

@@ -511,6 +511,79 @@ def run_calibration(
     return report
 
 
+TRAP_KINDS = ("strong", "partial", "wrong", "off_topic")
+
+
+@dataclass
+class TrapFigures:
+    """How the scorer ranks the trap set's four answers per question (see tests/data/traps/README.md)."""
+
+    n_questions: int
+    means: dict[str, float]  # kind -> mean overall (0-4)
+    ordered: float  # share of questions with strong > partial > wrong
+    wrong_high: float  # share of wrong answers at >= 2.5
+    per_question: dict[str, dict[str, float]]  # question id -> kind -> overall
+
+    def lines(self, label: str = "trap set") -> list[str]:
+        """Printable lines: means per kind, ordering rate."""
+        m = self.means
+        return [
+            f"{label}: {self.n_questions} questions; mean overall strong {m['strong']:.2f}, partial "
+            f"{m['partial']:.2f}, wrong {m['wrong']:.2f}, off-topic {m['off_topic']:.2f}; strong > partial > "
+            f"wrong on {self.ordered:.0%}; wrong answers at >= 2.5: {self.wrong_high:.0%}"
+        ]
+
+
+def read_traps(root: Path) -> dict[str, dict[str, str]]:
+    """The trap set under ``root`` (``<round>/<question-id>.yaml``): question id -> kind -> answer text.
+
+    Files that lack one of the four kinds are skipped (a trap set being written is still readable).
+    """
+    import yaml
+
+    out: dict[str, dict[str, str]] = {}
+    for path in sorted(Path(root).glob("*/*.yaml")):
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        except (OSError, yaml.YAMLError) as e:
+            raise InputError(f"cannot read the trap file {path}: {e}") from e
+        answers = data.get("answers") or {}
+        wrong = answers.get("wrong")
+        texts = {
+            "strong": answers.get("strong"),
+            "partial": answers.get("partial"),
+            "wrong": wrong.get("text") if isinstance(wrong, dict) else wrong,
+            "off_topic": answers.get("off_topic"),
+        }
+        if data.get("question") and all(isinstance(t, str) and t.strip() for t in texts.values()):
+            out[str(data["question"])] = {k: str(v) for k, v in texts.items()}
+    return out
+
+
+def trap_figures(
+    traps: dict[str, dict[str, str]], score: Callable[[str, str], float], ids: Sequence[str] | None = None
+) -> TrapFigures | None:
+    """Score every trap answer with ``score(question_id, answer)`` (0-4); None when there is nothing to score.
+
+    ``ids`` restricts to some questions (a held-out half); ids not in ``traps`` are ignored.
+    """
+    chosen = [q for q in (ids if ids is not None else sorted(traps)) if q in traps]
+    if not chosen:
+        return None
+    per = {q: {k: float(score(q, traps[q][k])) for k in TRAP_KINDS} for q in chosen}
+    means = {k: float(np.mean([per[q][k] for q in chosen])) for k in TRAP_KINDS}
+    ordered = float(np.mean([per[q]["strong"] > per[q]["partial"] > per[q]["wrong"] for q in chosen]))
+    wrong_high = float(np.mean([per[q]["wrong"] >= 2.5 for q in chosen]))
+    return TrapFigures(len(chosen), means, ordered, wrong_high, per)
+
+
+def held_out_half(question_id: str) -> bool:
+    """The reporting half of a question-id split (stable across runs: a hash of the id, odd = reported)."""
+    import hashlib
+
+    return int(hashlib.sha256(question_id.encode()).hexdigest(), 16) % 2 == 1
+
+
 def _best_threshold(pred: np.ndarray, positive: np.ndarray) -> float:
     """The cut on ``pred`` with the best balanced accuracy for ``positive``."""
     best, best_score = 0.5, -1.0

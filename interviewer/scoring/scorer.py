@@ -36,7 +36,7 @@ from interviewer.content.models import Contradiction, Criterion, FactCheck, Nume
 from interviewer.embeddings import Embedder, default_embedder
 from interviewer.errors import InputError, ModelError
 from interviewer.scoring.checks import run_checks
-from interviewer.scoring.claims import ContradictionHit, find_contradictions
+from interviewer.scoring.claims import ContradictionHit, explained_text, find_contradictions
 from interviewer.scoring.coverage import (
     Calibration,
     CoverageResult,
@@ -191,12 +191,25 @@ class RubricScorer:
         if removed:
             notes.append(f"ignored {removed} passage(s) addressed to the grader rather than answering")
         main = screened[0].text
+        # Lists of terms or figures with nothing said about them, and repeated sentences, earn no coverage.
+        explained, listed = explained_text(main)
+        only_lists = bool(main.strip()) and not explained.strip()
+        if listed:
+            notes.append(
+                f"no credit for {len(listed)} sentence(s) that only list terms or figures, or repeat: "
+                + "; ".join(f"\u201c{x}\u201d" for x in listed[:3])
+            )
 
-        cov = score_coverage(self.encoder, main, key_points, question_text, self.calibration, reference)
+        cov = score_coverage(self.encoder, explained, key_points, question_text, self.calibration, reference)
         if removed and screened[0].before_first and screened[0].before_first != main:
             # Once an answer starts talking to the grader, nothing after that point may raise its score.
             prefix = score_coverage(
-                self.encoder, screened[0].before_first, key_points, question_text, self.calibration, reference
+                self.encoder,
+                explained_text(screened[0].before_first)[0],
+                key_points,
+                question_text,
+                self.calibration,
+                reference,
             )
             if prefix.level < cov.level:
                 cov = prefix
@@ -306,6 +319,22 @@ class RubricScorer:
             criteria, cov, rubric_judged, evidence_for, covered, missed, c, quotes, notes, fractions
         )
         crit_scores = self._truth_caps(crit_scores, hits, off_topic, bool(main.strip()))
+        if only_lists:
+            off_topic = True  # scored like an answer with nothing about this question in it
+            notes.append(f"capped at {OFF_TOPIC_MAX}: the answer only lists terms or figures")
+            crit_scores = [
+                cs
+                if cs.method == "code-tests"
+                else cs.model_copy(
+                    update={
+                        "level": 0,
+                        "evidence": [],
+                        "status": "missing",
+                        "reason": "missing: the answer lists terms or figures without explaining any of them",
+                    }
+                )
+                for cs in crit_scores
+            ]
         if code_verdict_passed is not None:
             crit_scores.append(
                 CriterionScore(
