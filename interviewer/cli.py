@@ -517,7 +517,7 @@ def _trap_lines(traps: Path | None) -> str:
     """The trap set's figures with the shipped scorer, or a line saying there is no trap set."""
     from interviewer.config import MOHLER_CSV
     from interviewer.content import load_bank
-    from interviewer.scoring.calibrate import read_traps, trap_figures
+    from interviewer.scoring.calibrate import held_out_half, read_traps, trap_figures
     from interviewer.scoring.scorer import RubricScorer
 
     root = traps or MOHLER_CSV.parents[2] / "tests" / "data" / "traps"
@@ -528,10 +528,21 @@ def _trap_lines(traps: Path | None) -> str:
     questions = [q for q in (bank.questions.get(i) for i in found) if q is not None]
     scorer = RubricScorer(neighbours=list(bank.questions.values()))
     by_id = {q.id: q for q in questions}
-    figures = trap_figures(found, lambda qid, text: scorer.score(by_id[qid], [text]).overall, list(by_id))
+    cache: dict[tuple[str, str], float] = {}
+
+    def score(qid: str, text: str) -> float:
+        if (qid, text) not in cache:
+            cache[(qid, text)] = scorer.score(by_id[qid], [text]).overall
+        return cache[(qid, text)]
+
+    figures = trap_figures(found, score, list(by_id))
     if figures is None:
         return f"trap set: no trap file under {root} names a bank question (skipped)"
-    return "\n".join(figures.lines("trap set (offline scorer, all questions)"))
+    lines = figures.lines("trap set (offline scorer, all questions)")
+    held = trap_figures(found, score, [q for q in by_id if held_out_half(q)])
+    if held is not None:
+        lines += held.lines("trap set, held-out half of the question-id split")
+    return "\n".join(lines)
 
 
 @app.command()

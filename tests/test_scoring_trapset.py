@@ -75,3 +75,10 @@ def test_calibrate_says_when_there_is_no_trap_set(tmp_path: Path) -> None:
 
     line = _trap_lines(tmp_path)
     assert line.startswith("trap set: none found") and "skipped" in line
+
+
+def test_the_split_is_the_trap_loaders_split() -> None:
+    from tests.support.traps import load_traps, question_split
+
+    for qid in load_traps():
+        assert held_out_half(qid) == (question_split(qid) == "heldout")

@@ -578,10 +578,13 @@ def trap_figures(
 
 
 def held_out_half(question_id: str) -> bool:
-    """The reporting half of a question-id split (stable across runs: a hash of the id, odd = reported)."""
+    """The reporting half of a question-id split (stable: the first byte of the id's sha256 is odd).
+
+    The same split as the trap set's loader (tests/support/traps.py, "heldout"): tune on the other half only.
+    """
     import hashlib
 
-    return int(hashlib.sha256(question_id.encode()).hexdigest(), 16) % 2 == 1
+    return hashlib.sha256(question_id.encode()).digest()[0] % 2 == 1
 
 
 def _best_threshold(pred: np.ndarray, positive: np.ndarray) -> float:
