@@ -59,6 +59,9 @@ class Settings(BaseSettings):
     retrieval: bool = True  # False: no study-material index; follow-ups lean on the authored why-chain only
     answer_seconds: int | None = Field(default=None, gt=0)  # optional per-answer timer
     max_answer_chars: int = Field(default=20_000, gt=0)
+    # The truth judge (issue 11): per key point, the model says stated / contradicted / absent while the
+    # candidate reads the next question, and the question is rescored with it. INTERVIEWER_JUDGE=0: offline only.
+    judge: bool = True
     host: str = "127.0.0.1"
     port: int = Field(default=7860, ge=0, le=65535)
     # Speech (issue 6): a separate OpenAI-compatible audio server, when set.
