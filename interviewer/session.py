@@ -26,6 +26,8 @@ from interviewer.content import Bank, Question, Round
 from interviewer.errors import InputError, InterviewerError, SessionNotFound
 from interviewer.scoring.models import QuestionScore
 from interviewer.store import SessionStore
+from interviewer.text import clean as clean_text
+from interviewer.text import for_display, is_blank
 
 log = logging.getLogger(__name__)
 
@@ -261,8 +263,9 @@ def replay(plan: dict[str, Any], events: Sequence[Any]) -> State:
             st.turns.append(Turn("interviewer", p["text"], p["qid"], p["level"], p))
             st.level, st.awaiting, st.asked_at = p["level"], "candidate", ev.ts
         elif ev.kind == "answered":
-            st.turns.append(Turn("candidate", p["text"], p["qid"], p["level"], p))
-            st.answers.setdefault(p["qid"], []).append(p["text"])
+            text = clean_text(p["text"])  # repairs sessions stored before text was cleaned at the boundary
+            st.turns.append(Turn("candidate", text, p["qid"], p["level"], {**p, "text": text}))
+            st.answers.setdefault(p["qid"], []).append(text)
             st.awaiting = "interviewer"
             if p["level"] < 2:
                 st.level = p["level"] + 1
@@ -275,7 +278,9 @@ def replay(plan: dict[str, Any], events: Sequence[Any]) -> State:
         elif ev.kind == "code_run":
             st.code_runs.setdefault(p["qid"], []).append(p["verdict"])
         elif ev.kind == "clarified":
-            st.turns.append(Turn("candidate", p["question"], p["qid"], st.level, {"clarify": True}))
+            st.turns.append(
+                Turn("candidate", clean_text(p["question"]), p["qid"], st.level, {"clarify": True})
+            )
             st.turns.append(Turn("interviewer", p["reply"], p["qid"], st.level, {"clarify": True}))
         elif ev.kind == "paused":
             st.paused_at = ev.ts
@@ -410,7 +415,9 @@ class Interview:
     def messages(self) -> list[dict[str, str]]:
         """The transcript as chat messages (role: user/assistant)."""
         return [
-            {"role": "assistant" if t.role == "interviewer" else "user", "content": t.text}
+            # Shown as Markdown: no image is fetched and no raw HTML runs, whoever wrote the text (the model's
+            # follow-ups read the candidate's words and could be talked into echoing a tracking image).
+            {"role": "assistant" if t.role == "interviewer" else "user", "content": for_display(t.text)}
             for t in self.state.turns
         ]
 
@@ -631,7 +638,8 @@ class Interview:
     # the candidate's turn --------------------------------------------------------------------------
     def validate_answer(self, text: str) -> str:
         """The answer as stored, or InputError with a message for the candidate."""
-        if text is None or not text.strip():
+        text = clean_text(text)
+        if is_blank(text):
             raise InputError('the answer is empty: type or say something (even "I don\'t know") to go on')
         if len(text) > self.ports.max_answer_chars:
             raise InputError(
@@ -708,6 +716,7 @@ class Interview:
         q = self.question
         if q is None:
             raise InputError("there is no open question to clarify")
+        question = clean_text(question)
         self._append("clarified", {"qid": q.id, "question": question, "reply": reply})
         self.state.turns.append(Turn("candidate", question, q.id, self.state.level, {"clarify": True}))
         self.state.turns.append(Turn("interviewer", reply, q.id, self.state.level, {"clarify": True}))

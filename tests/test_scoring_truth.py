@@ -181,5 +181,5 @@ def test_the_report_never_quotes_a_wrong_claim_as_evidence_and_ranks_by_capped_s
     md = render_markdown(rep)
     claim = "so the service is twice as fast now and I'd be comfortable announcing that."
     assert "contradicted by" in md and "contradicted: the answer says" in md
-    assert f"evidence: \u201c{claim}" not in md and f"evidence: \u201cThe forward pass went from 60" not in md
+    assert f"evidence: \u201c{claim}" not in md and "evidence: \u201cThe forward pass went from 60" not in md
     assert "contradicted by" in render_html(rep)

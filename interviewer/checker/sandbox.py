@@ -344,7 +344,11 @@ class _StrictBox:
             self.cgroup = _Cgroup(limits)
             self._stack.callback(self.cgroup.kill_all_and_remove)
             try:
-                self.proc = _start(cmd, limits, [seccomp_fd], self.cgroup, None, None, cpu_allowance)
+                # bwrap itself, the box's pid 1, starts with a minimal environment: `--clearenv` only clears
+                # the child, and /proc/1/environ inside the box would show the grader's (API keys included).
+                self.proc = _start(
+                    cmd, limits, [seccomp_fd], self.cgroup, None, _launcher_env(), cpu_allowance
+                )
             finally:
                 os.close(seccomp_fd)  # the child holds its own copy
             self._stack.callback(self._kill)
@@ -644,6 +648,11 @@ def _env_args() -> list[str]:
     for k, v in env.items():
         args += ["--setenv", k, v]
     return args
+
+
+def _launcher_env() -> dict[str, str]:
+    """The environment of the processes that start the strict box (prlimit, bwrap): a search path only."""
+    return {"PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"), "LANG": "C.UTF-8"}
 
 
 def _weak_env(box: str) -> dict[str, str]:

@@ -304,3 +304,68 @@ def test_boxes_of_a_killed_grader_are_swept(sandbox: Sandbox) -> None:
     assert _sweep_stale_boxes.__wrapped__() >= 1
     assert not root.exists()
     assert str(root) not in Path("/proc/self/mounts").read_text()
+
+
+CANARY = "sk-canary-" + uuid.uuid4().hex
+
+PROC_ENV_PY = """
+import os
+seen = []
+for pid in ["1", "self", str(os.getppid())]:
+    try:
+        seen.append(open(f"/proc/{pid}/environ", "rb").read().decode(errors="replace"))
+    except OSError:
+        pass
+print("\\n".join(seen) + "\\n" + repr(dict(os.environ)))
+"""
+
+PROC_ENV_CPP = r"""
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+struct Spy {
+    Spy() {
+        const char* paths[] = {"/proc/1/environ", "/proc/self/environ"};
+        for (const char* p : paths) {
+            FILE* f = std::fopen(p, "rb");
+            if (!f) continue;
+            int c;
+            while ((c = std::fgetc(f)) != EOF) std::fputc(c ? c : '\n', stdout);
+            std::fclose(f);
+        }
+        const char* k = std::getenv("OPENAI_API_KEY");
+        if (k) std::printf("getenv:%s\n", k);
+    }
+} spy;
+int main() { return 0; }
+"""
+
+
+def test_the_hosts_secrets_are_not_in_any_process_of_the_box(
+    sandbox: Sandbox, host_snapshot: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """#15 item 1: bwrap's pid 1 used to keep the grader's environment (API keys) in /proc/1/environ."""
+    monkeypatch.setenv("OPENAI_API_KEY", CANARY)
+    monkeypatch.setenv("INTERVIEWER_API_KEY", CANARY)
+    r = sandbox.run({"a.py": PROC_ENV_PY}, [sys.executable, "a.py"], Limits(wall_seconds=20))
+    assert r.returncode == 0, r
+    assert "PATH" in r.stdout, r.stdout  # the program did read an environment
+    assert CANARY not in r.stdout and CANARY not in r.stderr, "the host's API key is visible inside the box"
+
+    gxx = shutil.which("g++")
+    if gxx is None:
+        pytest.fail("g++ is needed for the C++ half of this test (the cpp tasks need it too)")
+    exe = tmp_path / "spy"
+    src = tmp_path / "spy.cpp"
+    src.write_text(PROC_ENV_CPP)
+    import subprocess
+
+    subprocess.run([gxx, "-O0", "-o", str(exe), str(src)], check=True, timeout=120)
+    r = sandbox.run(
+        {"spy": exe.read_bytes()}, ["/bin/sh", "-c", "chmod +x spy && ./spy"], Limits(wall_seconds=20)
+    )
+    assert r.returncode == 0, r
+    assert "PATH=" in r.stdout, r.stdout
+    assert CANARY not in r.stdout and "getenv:" not in r.stdout, (
+        "a C++ static constructor read the host's key"
+    )
