@@ -59,6 +59,9 @@ def load_answers(max_questions: int | None) -> list[dict[str, Any]]:
             for name, text in answers.items():
                 if name in names:
                     rows.append({"qid": qid, "kind": names[name], "text": text})
+        ids = sorted(ANSWERS)
+        for qid, other in zip(ids, ids[1:] + ids[:1], strict=True):  # another question's strong answer
+            rows.append({"qid": qid, "kind": "off_topic", "text": ANSWERS[other]["strong"]})
     qids = sorted({r["qid"] for r in rows})[: max_questions or None]
     return [r for r in rows if r["qid"] in qids]
 

@@ -24,7 +24,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from interviewer import prompts
 from interviewer.content import Bank, Question, Round
 from interviewer.errors import InputError, InterviewerError, SessionNotFound
-from interviewer.scoring.models import QuestionScore
+from interviewer.scoring.models import KeyPointVerdict, QuestionScore
 from interviewer.store import SessionStore
 from interviewer.text import clean as clean_text
 from interviewer.text import for_display, is_blank
@@ -64,7 +64,11 @@ class Retriever(Protocol):
 
 class Scorer(Protocol):
     def score(
-        self, question: Question, answers: list[str], code_verdict_passed: bool | None = None
+        self,
+        question: Question,
+        answers: list[str],
+        passed: bool | None = None,
+        judged: list[KeyPointVerdict] | None = None,
     ) -> QuestionScore: ...
 
 
@@ -745,7 +749,7 @@ class Interview:
         passed = bool(runs[-1].get("passed")) if runs else None
 
         def done(verdicts: Any) -> None:
-            score = scorer.score(q, answers, passed, judged=verdicts)  # type: ignore[call-arg]
+            score = scorer.score(q, answers, passed, judged=verdicts)
             payload = {"verdicts": [v.model_dump(mode="json") for v in verdicts]}
             self._append("judged", {"qid": q.id, **payload, "score": score.model_dump(mode="json")})
             self.state.scores[q.id] = score

@@ -300,3 +300,43 @@ def test_judge_is_a_setting_on_by_default(monkeypatch):
     assert load_settings().judge is True
     monkeypatch.setenv("INTERVIEWER_JUDGE", "0")
     assert load_settings().judge is False
+
+
+# -- interviewer grade --judge, through the real OpenAI client against the local stand-in server -----------
+
+
+def test_grade_with_the_judge_merges_verdicts_through_a_real_server(tmp_path):
+    from typer.testing import CliRunner
+
+    from interviewer.cli import app
+    from interviewer.llm.standin import Behaviour, StandinServer
+
+    def verdict(messages: list[dict[str, Any]]) -> str:
+        user = str(messages[-1]["content"])
+        return _reply("absent" if "turtles" in user else "stated")
+
+    ref = "It is the integer that real zero maps to, so zero is represented exactly."
+    rows = [
+        {"question": "What does a zero point do in int8 quantization?", "reference_answer": ref, "answer": a}
+        for a in ("The zero point is the integer code that 0.0 maps to, so zero is exact.", "I like turtles.")
+    ]
+    src, out = tmp_path / "answers.jsonl", tmp_path / "scored.jsonl"
+    src.write_text("\n".join(json.dumps(r) for r in rows))
+    with StandinServer(behaviour=Behaviour(reply=verdict)) as server:
+        result = CliRunner().invoke(
+            app,
+            ["grade", "--judge", "--input", str(src), "--output", str(out), "--base-url", server.base_url],
+            env={"INTERVIEWER_DATA_DIR": str(tmp_path)},
+        )
+        prompts = list(server.stats.prompts)
+    assert result.exit_code == 0, result.output
+    scored = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [{v["verdict"] for v in s["verdicts"]} for s in scored] == [{"stated"}, {"absent"}]
+    assert all("llm-judge" in s["methods"] for s in scored)
+    assert scored[0]["score"] > scored[1]["score"]
+    assert len(prompts) == sum(len(s["verdicts"]) for s in scored)  # one request per key point
+    points = [v["key_point"] for v in scored[0]["verdicts"]]
+    first = [str(p[-1]["content"]) for p in prompts if "0.0 maps to" in str(p[-1]["content"])]
+    assert [f[len(f) - len(k) :] for f, k in zip(first, points, strict=True)] == points  # key point last
+    assert len({f[: len(f) - len(k)] for f, k in zip(first, points, strict=True)}) == 1  # one shared prefix
+    assert "with the truth judge" in " ".join(result.output.split())
