@@ -183,19 +183,35 @@ def report(data: dict[str, Any]) -> None:
     def mix(w: float) -> Any:
         return lambda r: (1 - w) * truth(r["offline"]) + w * truth(r["judge"])
 
-    grid = [i / 10 for i in range(11)]
-    scores = {w: ordering(rows, fit, mix(w)) for w in grid}
+    # The scorer's own merge (merge_verdicts + its caps) at each weight, from the stored verdicts: no model.
+    from interviewer.scoring.models import KeyPointVerdict
+    from interviewer.scoring.scorer import RubricScorer
+
+    bank = load_bank(REPO)
+    grid = [0.0, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0]
+    for w in grid:
+        scorer = RubricScorer(neighbours=list(bank.questions.values()), judge_weight=w)
+        for r in rows:
+            judged = [KeyPointVerdict.model_validate(v) for v in r["judge"]]
+            r[f"merged_{w}"] = scorer.score(bank.get(r["qid"]), [r["text"]], judged=judged).overall
+    scores = {w: ordering(rows, fit, lambda r, w=w: r[f"merged_{w}"]) for w in grid}
     best = max(grid, key=lambda w: (scores[w], -w))  # ties go to the smaller judge weight
-    print(
-        f"\nweight fitted on {len(fit)} questions: "
-        + ", ".join(f"{w:.1f}: {s:.2f}" for w, s in scores.items())
-    )
-    print(f"judge_weight = {best:.1f}")
+    print(f"\nordering on the {len(fit)} fitting questions by judge_weight:")
+    print(", ".join(f"{w:.1f}: {s:.3f}" for w, s in scores.items()) + f" -> judge_weight = {best:.1f}")
     print(f"\n| ordering on {len(held)} held-out questions | pairs right |\n|---|---|")
-    print(f"| offline overall | {ordering(rows, held, lambda r: r['offline_overall']):.2f} |")
-    print(f"| offline verdicts | {ordering(rows, held, mix(0.0)):.2f} |")
-    print(f"| judge verdicts | {ordering(rows, held, mix(1.0)):.2f} |")
-    print(f"| merged, w = {best:.1f} | {ordering(rows, held, mix(best)):.2f} |")
+    print(f"| offline overall (no judge) | {ordering(rows, held, lambda r: r['offline_overall']):.3f} |")
+    print(f"| offline verdicts, (stated - contradicted) / n | {ordering(rows, held, mix(0.0)):.3f} |")
+    print(f"| judge verdicts, (stated - contradicted) / n | {ordering(rows, held, mix(1.0)):.3f} |")
+    for w in grid:
+        mark = " (fitted)" if w == best else ""
+        right = ordering(rows, held, lambda r, w=w: r[f"merged_{w}"])
+        print(f"| scorer overall, judge at weight {w:.1f}{mark} | {right:.3f} |")
+    for kind in KINDS:
+        ks = [r for r in rows if r["kind"] == kind and r["qid"] in held]
+        if ks:
+            off = sum(r["offline_overall"] for r in ks) / len(ks)
+            mer = sum(r[f"merged_{best}"] for r in ks) / len(ks)
+            print(f"held-out mean {kind}: offline {off:.2f}, with the judge at {best:.1f}: {mer:.2f}")
 
     def cost_line(name: str, costs: list[dict[str, Any]]) -> None:
         if not costs:

@@ -53,14 +53,17 @@ class RecordingModel(ScriptedChatModel):
         )
 
 
+WORD = {"stated": "yes", "absent": "no", "contradicted": "opposite"}  # the judge's question: "says it?"
+
+
 def _reply(verdict: str) -> str:
-    return json.dumps({"verdict": verdict})
+    return json.dumps({"says": WORD[verdict]})
 
 
-def _tokens(verdict: str, alternatives: dict[str, float]) -> dict[str, Any]:
-    """An OpenAI-style logprobs block for `{"verdict": "<verdict>"}` split into tokens."""
-    first, rest = verdict[:2], verdict[2:]
-    toks = ['{"', "verdict", '":', ' "', first, rest, '"}']
+def _tokens(word: str, alternatives: dict[str, float]) -> dict[str, Any]:
+    """An OpenAI-style logprobs block for `{"says": "<word>"}` split into tokens."""
+    first, rest = word[:2], word[2:]
+    toks = ['{"', "says", '":', ' "', first, rest, '"}']
     content = [{"token": t, "logprob": 0.0, "top_logprobs": [{"token": t, "logprob": 0.0}]} for t in toks]
     content[4]["top_logprobs"] = [{"token": t, "logprob": math.log(p)} for t, p in alternatives.items()]
     content[4]["logprob"] = math.log(alternatives[first])
@@ -95,9 +98,9 @@ def test_each_key_point_gets_one_short_schema_constrained_reply_at_temperature_z
     for kw in model.kwargs_log:
         fmt = kw["response_format"]
         assert fmt["type"] == "json_schema" and fmt["json_schema"]["schema"] == verdict_schema()
-        assert kw["temperature"] == 0.0 and kw["max_tokens"] <= 16
+        assert kw["temperature"] == 0.0 and kw["max_tokens"] <= 48
         assert kw["logprobs"] is True and kw["top_logprobs"] >= 3
-    assert verdict_schema()["properties"]["verdict"]["enum"] == ["stated", "contradicted", "absent"]
+    assert verdict_schema()["properties"]["says"]["enum"] == ["yes", "no", "opposite"]
 
 
 def test_verdicts_are_read_from_the_reply_per_key_point():
@@ -122,18 +125,19 @@ def test_an_invalid_reply_is_asked_again_with_less_and_then_fails_clearly():
 
 
 def test_confidence_comes_from_the_logprobs_at_the_verdict_token():
-    probs = {"st": 0.6, "co": 0.3, "ab": 0.05, "xx": 0.05}  # "xx" begins no verdict and is left out
-    got = _verdict_probs('{"verdict": "stated"}', _tokens("stated", probs))
+    probs = {"ye": 0.6, "op": 0.3, "no": 0.05, "xx": 0.05}  # "xx" begins no answer and is left out
+    got = _verdict_probs(_tokens("yes", probs))
     assert got is not None
     assert got["stated"] == pytest.approx(0.6 / 0.95) and got["contradicted"] == pytest.approx(0.3 / 0.95)
+    assert got["absent"] == pytest.approx(0.05 / 0.95)
     model = RecordingModel().queue(_reply("contradicted"))
-    model.logprobs.append(_tokens("contradicted", {"co": 0.8, "st": 0.2}))
+    model.logprobs.append(_tokens("opposite", {"op": 0.8, "ye": 0.2}))
     result = judge_truth(model, QUESTION, ANSWER, POINTS[:1])
     assert result.verdicts[0].verdict == "contradicted"
     assert result.verdicts[0].confidence == pytest.approx(0.8)
     assert result.cost.logprobs == 1
-    assert _verdict_probs('{"verdict": "stated"}', None) is None
-    assert _verdict_probs("stated", _tokens("stated", {"st": 1.0})) is None  # no verdict field in the reply
+    assert _verdict_probs(None) is None
+    assert _verdict_probs({"content": [{"token": '{"x": "yes"}', "logprob": 0.0}]}) is None  # no `says` field
 
 
 def test_an_empty_answer_is_absent_everywhere_without_asking_the_model():
@@ -340,3 +344,36 @@ def test_grade_with_the_judge_merges_verdicts_through_a_real_server(tmp_path):
     assert [f[len(f) - len(k) :] for f, k in zip(first, points, strict=True)] == points  # key point last
     assert len({f[: len(f) - len(k)] for f, k in zip(first, points, strict=True)}) == 1  # one shared prefix
     assert "with the truth judge" in " ".join(result.output.split())
+
+
+@pytest.mark.embedded
+@pytest.mark.slow
+def test_the_real_embedded_server_reads_the_shared_prefix_from_its_cache(tmp_path):
+    """SmolLM2 in-process: three constrained replies with logprobs; the server reports the prefix as cached."""
+    from interviewer.config import load_settings
+    from interviewer.llm.client import build_chat_model
+    from interviewer.llm.embedded import EmbeddedServer
+
+    settings = load_settings(embedded_model="smollm2-135m", data_dir=tmp_path, timeout=120)
+    with EmbeddedServer(settings, n_parallel=1) as server:
+        url = server.start()
+        model = build_chat_model(
+            settings,
+            base_url=url,
+            model=server.served_model_id,
+            temperature=0.0,
+            stream_usage=True,
+            keepalive=False,
+        )
+        cached = judge_truth(model, QUESTION, ANSWER, POINTS)
+        control = judge_truth(
+            model, QUESTION, ANSWER + " Really.", POINTS, extra_body={"cache_prompt": False}
+        )
+    assert len(cached.verdicts) == 3 and all(
+        v.verdict in ("stated", "contradicted", "absent") for v in cached.verdicts
+    )
+    assert cached.cost.calls == 3 and cached.cost.logprobs == 3  # confidence from the server's probabilities
+    assert all(0.0 < v.confidence <= 1.0 for v in cached.verdicts)
+    # The 2nd and 3rd prompts differ from the 1st only in the key point: most of each is read from the cache.
+    assert cached.cost.cached_tokens > 0.5 * cached.cost.prompt_tokens
+    assert control.cost.cached_tokens == 0 and control.cost.prompt_tokens >= cached.cost.prompt_tokens
