@@ -29,6 +29,8 @@ from interviewer.scoring.models import KeyPointVerdict, QuestionScore
 from interviewer.session import Interview, Ports, replay
 from interviewer.store import SessionStore
 
+from .conftest import FIXTURE_CONTENT
+
 QUESTION = "Why is LLM decode memory-bandwidth bound at batch size 1?"
 ANSWER = "Each generated token streams every weight from memory once, so bandwidth, not FLOPs, sets the pace."
 POINTS = [
@@ -377,3 +379,23 @@ def test_the_real_embedded_server_reads_the_shared_prefix_from_its_cache(tmp_pat
     # The 2nd and 3rd prompts differ from the 1st only in the key point: most of each is read from the cache.
     assert cached.cost.cached_tokens > 0.5 * cached.cost.prompt_tokens
     assert control.cost.cached_tokens == 0 and control.cost.prompt_tokens >= cached.cost.prompt_tokens
+
+
+def test_rounds_get_a_background_judge_by_default_and_none_when_switched_off(tmp_path):
+    from interviewer.config import load_settings
+    from interviewer.runtime import ModelChoice, Runtime
+
+    port = ChatPort(RecordingModel(), name="scripted")
+    choice = ModelChoice("http://127.0.0.1:1/v1", "scripted", "scripted", embedded=False)
+    for on in (True, False):
+        rt = Runtime(
+            load_settings(data_dir=tmp_path / str(on), content_dir=FIXTURE_CONTENT, judge=on, retrieval=False)
+        )
+        rt.set_model(port, choice)
+        ports = rt.ports("me")
+        assert isinstance(ports.judge, BackgroundJudge) is on
+        if on:
+            assert rt.ports("you").judge is ports.judge  # one runner per model, shared by the rounds
+            assert rt.scorer().judge_weight == rt.settings.judge_weight  # type: ignore[union-attr]
+        assert rt.ports("me", with_model=False).judge is None
+        rt.close()
