@@ -652,11 +652,16 @@ class Interview:
 
     def _prefetch_next_followup(self, q: Question, level: int) -> None:
         """While the candidate answers, let the server cache the next follow-up's prompt (all but the answer)."""
+        prefill = getattr(self.ports.model, "prefill", None)  # the session's prefill queue: latest wins
         prefetch = getattr(self.ports.model, "prefetch", None)
-        if prefetch is None or level >= 2:
+        if (prefill is None and prefetch is None) or level >= 2:
             return
         try:
-            prefetch(self.followup_messages(q, level + 1, upcoming=True))
+            messages = self.followup_messages(q, level + 1, upcoming=True)
+            if prefill is not None:
+                prefill(self.session_id, messages)
+            elif prefetch is not None:
+                prefetch(messages)
         except Exception as e:  # an optimisation only: never let it disturb the interview
             log.debug("prefetch failed: %s", e)
 

@@ -47,14 +47,17 @@ def test_prompts_sent_while_typing_are_prefixes_of_the_follow_up_prompt(fixture_
         sent_ahead = len(server.stats.prompts)
         it.submit(ANSWER)
         it.advance_all()  # the real follow-up, streamed from the server
+        assert port.prefiller.wait_idle(10)  # and the next question's prefetch, sent after it
         prompts = server.stats.prompts
-        final = prompts[-1]
-        final_system, final_human = _content(final[0]), _content(final[-1])
-        assert ANSWER in final_human and final_human.rstrip().endswith("</candidate_answer>")
+        finals = [p for p in prompts if ANSWER + "\n</candidate_answer>" in _content(p[-1])]
+        assert len(finals) == 1, "one follow-up prompt holds the whole answer"
+        final_system, final_human = _content(finals[0][0]), _content(finals[0][-1])
 
         partial = [p for p in prompts[:sent_ahead] if "<candidate_answer>" in _content(p[-1])]
         stats = port.prefiller.stats
-        assert offered > 0 and stats.sent >= 3 and stats.offered == offered
+        assert (
+            offered > 0 and stats.sent >= 3 and stats.offered >= offered + 1
+        )  # + the prefetch at each question
         assert stats.sent + stats.superseded + stats.skipped_busy == stats.offered
         for p in partial:
             assert _content(p[0]) == final_system
