@@ -62,9 +62,10 @@ class Settings(BaseSettings):
     # The truth judge (issue 11): per key point, the model says stated / contradicted / absent while the
     # candidate reads the next question, and the question is rescored with it. INTERVIEWER_JUDGE=0: offline only.
     judge: bool = True
-    # How much the judge's verdicts count against the offline signal (0-1): 0.1, fitted by question-level folds
-    # on the embedded 1.5B model, whose verdicts alone are worse than the offline ones (BENCHMARKS.md, "Truth
-    # judge (#11)"). A stronger server may earn more: run benchmarks/bench_judge.py against it and set this.
+    # How much the judge's verdicts count against the offline signal (0-1). Low: the embedded 1.5B model's
+    # verdicts are worse than the offline ones on every trap-set label, and no question-level fold gained a
+    # held-out pair from it (BENCHMARKS.md, "Truth judge (#11)"). Measure a stronger server with
+    # benchmarks/bench_judge.py and raise this for it.
     judge_weight: float = Field(default=0.1, ge=0.0, le=1.0)
     host: str = "127.0.0.1"
     port: int = Field(default=7860, ge=0, le=65535)
