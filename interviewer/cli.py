@@ -235,11 +235,21 @@ def practice(
                 it.submit(answer, mode=mode, extra=extra)
             except InputError as e:
                 err.print(f"[yellow]{escape(str(e))}[/yellow]")
+        _wait_for_judge(it)
         console.print(f"\nSession {it.session_id} saved. Report: interviewer report {it.session_id}")
     except InterviewerError as e:
         _fail(e)
     finally:
         rt.close()
+
+
+def _wait_for_judge(it: Interview) -> None:
+    """The truth judge rescores answered questions in the background; the report waits for it."""
+    from rich.progress import Progress
+
+    with Progress(transient=True) as bar:
+        task = bar.add_task("truth judge: checking your answers' key points", total=None)
+        it.wait_for_judge(progress=lambda done, total: bar.update(task, completed=done, total=total))
 
 
 def _coding_hint(it: Interview, hinted: set[str]) -> None:
@@ -475,15 +485,50 @@ def grade(
         Path, typer.Option("--input", help="JSONL: question, reference_answer or rubric, answer")
     ],
     output: Annotated[Path, typer.Option("--output", help="JSONL written with score (0-4) and evidence")],
+    judge: Annotated[
+        bool,
+        typer.Option(
+            "--judge/--no-judge",
+            help="also ask the model, per key point, whether each answer states, contradicts or omits it "
+            "(the embedded model, or INTERVIEWER_BASE_URL)",
+        ),
+    ] = False,
+    base_url: BaseUrl = None,
+    api_key: ApiKey = None,
 ) -> None:
     """Score any answers against a reference answer or a rubric."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
     from interviewer.scoring.scorer import grade_file
 
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    rt = None
     try:
-        n = grade_file(input, output)
+        with Progress(*columns, console=err) as bar:
+            if not judge:
+                task = bar.add_task("scoring", total=None)
+                n = grade_file(input, output, progress=lambda d, t: bar.update(task, completed=d, total=t))
+            else:
+                from interviewer.runtime import Runtime
+                from interviewer.scoring.judge import judge_graded_file
+
+                settings = _settings(base_url=base_url, api_key=api_key)
+                rt = Runtime(settings)
+                model = rt.model(progress=lambda m: bar.console.print(f"[dim]{escape(m)}[/dim]"))
+                task = bar.add_task(f"judging with {model.name}", total=None)
+                n = judge_graded_file(
+                    input,
+                    output,
+                    model,
+                    judge_weight=settings.judge_weight,
+                    progress=lambda d, t: bar.update(task, completed=d, total=t),
+                )
     except InterviewerError as e:
         _fail(e)
-    console.print(f"scored {n} answer(s) -> {output}")
+    finally:
+        if rt is not None:
+            rt.close()
+    console.print(f"scored {n} answer(s) -> {output}" + (" with the truth judge" if judge else ""))
 
 
 @app.command()

@@ -59,6 +59,14 @@ class Settings(BaseSettings):
     retrieval: bool = True  # False: no study-material index; follow-ups lean on the authored why-chain only
     answer_seconds: int | None = Field(default=None, gt=0)  # optional per-answer timer
     max_answer_chars: int = Field(default=20_000, gt=0)
+    # The truth judge (issue 11): per key point, the model says stated / contradicted / absent while the
+    # candidate reads the next question, and the question is rescored with it. INTERVIEWER_JUDGE=0: offline only.
+    judge: bool = True
+    # How much the judge's verdicts count against the offline signal (0-1). Low: the embedded 1.5B model's
+    # verdicts are worse than the offline ones on every trap-set label, and no question-level fold gained a
+    # held-out pair from it (BENCHMARKS.md, "Truth judge (#11)"). Measure a stronger server with
+    # benchmarks/bench_judge.py and raise this for it.
+    judge_weight: float = Field(default=0.1, ge=0.0, le=1.0)
     host: str = "127.0.0.1"
     port: int = Field(default=7860, ge=0, le=65535)
     # Speech (issue 6): a separate OpenAI-compatible audio server, when set.

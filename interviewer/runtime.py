@@ -21,6 +21,7 @@ from interviewer.store import SessionStore
 
 if TYPE_CHECKING:
     from interviewer.llm.embedded import EmbeddedServer
+    from interviewer.scoring.background import BackgroundJudge
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +53,8 @@ class Runtime:
         self._retriever_lock = threading.Lock()
         self._retriever_failed: str | None = None
         self._scorer: Scorer | None = None
+        self._judge: BackgroundJudge | None = None  # the truth judge over the current model (issue 11)
+        self._judge_port: ChatPort | None = None
         self._scorer_lock = threading.Lock()
         self._scorer_failed: str | None = None
         self._model_failed: str | None = None  # the last model fault; cleared when a model answers
@@ -178,7 +181,9 @@ class Runtime:
                     # Live scoring uses the offline methods only (deterministic checks + calibrated key-point
                     # coverage): fast enough not to hold up the next question on a 2-core laptop. The bank's
                     # questions let it tell an answer to a different question from a weak one.
-                    self._scorer = RubricScorer(neighbours=list(self.bank.questions.values()))
+                    self._scorer = RubricScorer(
+                        neighbours=list(self.bank.questions.values()), judge_weight=self.settings.judge_weight
+                    )
                 except (InterviewerError, ImportError) as e:
                     self._scorer_failed = str(e)
                     log.warning("scoring unavailable: %s", e)
@@ -206,6 +211,32 @@ class Runtime:
             out.append(f"Scoring is off: {self._scorer_failed}")
         return out
 
+    def judge(self, port: ChatPort | None) -> BackgroundJudge | None:
+        """The background truth judge over ``port`` (None when INTERVIEWER_JUDGE=0 or there is no model)."""
+        if not self.settings.judge or port is None:
+            return None
+        from interviewer.scoring.background import BackgroundJudge
+
+        with self._scorer_lock:
+            if self._judge is None or self._judge_port is not port:  # a new model: a new runner
+                if self._judge is not None:
+                    self._judge.close(cancel=True)  # what it had not finished is judged again on resume
+                self._judge, self._judge_port = BackgroundJudge(port), port
+            return self._judge
+
+    def wait_for_judge(
+        self,
+        session_id: str,
+        timeout: float | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> bool:
+        """Before a report: wait for the session's judgements still running in this process."""
+        judge = self._judge
+        if judge is None:
+            return True
+        keys = [k for k in judge.pending() if k.startswith(f"{session_id}/")]
+        return judge.wait(keys, timeout=timeout, progress=progress)
+
     def ports(self, owner: str, *, with_model: bool = True) -> Ports:
         """Ports for one candidate's interview. Model faults do not stop it: follow-ups fall back."""
         model = self.model_or_none() if with_model else None
@@ -215,12 +246,16 @@ class Runtime:
             model=model,
             retriever=self.retriever(wait=False),  # an interview never waits for the index build
             scorer=self.scorer(),
+            judge=self.judge(model),
             answer_seconds=self.settings.answer_seconds,
             max_answer_chars=self.settings.max_answer_chars,
             owner=owner,
         )
 
     def close(self) -> None:
+        if self._judge is not None:
+            self._judge.close(cancel=True)  # unfinished judgements are redone when the session resumes
+            self._judge = None
         with self._lock:
             if self._embedded is not None:
                 self._embedded.stop()

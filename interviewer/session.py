@@ -24,7 +24,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from interviewer import prompts
 from interviewer.content import Bank, Question, Round
 from interviewer.errors import InputError, InterviewerError, SessionNotFound
-from interviewer.scoring.models import QuestionScore
+from interviewer.scoring.models import KeyPointVerdict, QuestionScore
 from interviewer.store import SessionStore
 from interviewer.text import clean, is_blank
 
@@ -63,8 +63,24 @@ class Retriever(Protocol):
 
 class Scorer(Protocol):
     def score(
-        self, question: Question, answers: list[str], code_verdict_passed: bool | None = None
+        self,
+        question: Question,
+        answers: list[str],
+        passed: bool | None = None,
+        judged: list[KeyPointVerdict] | None = None,
     ) -> QuestionScore: ...
+
+
+class TruthJudge(Protocol):
+    """Judges key points in the background (interviewer/scoring/background.py); ``done`` gets the verdicts."""
+
+    def submit(
+        self, key: str, question: str, answer: str, key_points: Sequence[str], done: Callable[[Any], None]
+    ) -> object: ...
+
+    def wait(
+        self, keys: Any = None, *, timeout: float | None = None, progress: Callable[[int, int], None] | None
+    ) -> bool: ...
 
 
 @dataclass
@@ -76,6 +92,7 @@ class Ports:
     model: ChatModel | None = None
     retriever: Retriever | None = None
     scorer: Scorer | None = None
+    judge: TruthJudge | None = None  # rescores each question with the truth judge, off the critical path
     clock: Callable[[], float] = time.time
     answer_seconds: int | None = None  # optional per-answer timer
     max_answer_chars: int = 20_000
@@ -221,6 +238,7 @@ class State:
     turns: list[Turn] = field(default_factory=list)
     answers: dict[str, list[str]] = field(default_factory=dict)
     scores: dict[str, QuestionScore] = field(default_factory=dict)
+    judged: set[str] = field(default_factory=set)  # questions rescored with the truth judge's verdicts
     code_runs: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     budgets: dict[str, float] = field(default_factory=dict)  # round id -> minutes
     paused_at: float | None = None
@@ -238,6 +256,10 @@ def replay(plan: dict[str, Any], events: Sequence[Any]) -> State:
     )
     for ev in events:
         p = ev.payload
+        if ev.kind == "judged":  # verdicts and their score in one event; may land after the end
+            st.scores[p["qid"]] = QuestionScore.model_validate(p["score"])
+            st.judged.add(p["qid"])
+            continue
         if st.awaiting == "done":
             break  # an ended session stays ended, whatever a second writer appended later
         if ev.kind == "asked":
@@ -744,12 +766,45 @@ class Interview:
             return
         self._append("scored", {"qid": q.id, "score": score.model_dump(mode="json")})
         self.state.scores[q.id] = score
+        self._judge(q)
+
+    def _judge(self, q: Question) -> None:
+        """Queue the truth judge for a scored question; its verdicts rescore it in one "judged" event."""
+        judge, scorer, answers = self.ports.judge, self.ports.scorer, list(self.state.answers.get(q.id, []))
+        if judge is None or scorer is None or q.id in self.state.judged or not answers:
+            return
+        runs = self.state.code_runs.get(q.id)
+        passed = bool(runs[-1].get("passed")) if runs else None
+
+        def done(verdicts: Any) -> None:
+            score = scorer.score(q, answers, passed, judged=verdicts)
+            payload = {"verdicts": [v.model_dump(mode="json") for v in verdicts]}
+            self._append("judged", {"qid": q.id, **payload, "score": score.model_dump(mode="json")})
+            self.state.scores[q.id] = score
+            self.state.judged.add(q.id)
+
+        judge.submit(f"{self.session_id}/{q.id}", q.question, answers[0], list(q.key_points), done)
+
+    def wait_for_judge(
+        self, timeout: float | None = None, progress: Callable[[int, int], None] | None = None
+    ) -> bool:
+        """Before the report: wait for this session's pending judgements (True when none is left)."""
+        if self.ports.judge is None:
+            return True
+        self._score_pending()
+        unjudged = [qid for qid in self.state.scores if qid not in self.state.judged]
+        for qid in unjudged:  # what a crash, a failure or a full queue left unjudged (dupes are ignored)
+            self._judge(self.ports.bank.get(qid))
+        keys = [f"{self.session_id}/{qid}" for qid in unjudged]
+        return self.ports.judge.wait(keys, timeout=timeout, progress=progress)
 
     def _score_pending(self) -> None:
-        """After a crash between an answer and its score, score now."""
+        """After a crash between an answer and its score (or its judgement), score (judge) now."""
         for qid in self.state.plan[: self.state.idx]:
             if qid not in self.state.scores and self.state.answers.get(qid):
                 self._score(self.ports.bank.get(qid))
+            elif qid in self.state.scores and qid not in self.state.judged:
+                self._judge(self.ports.bank.get(qid))
 
     def _append(self, kind: str, payload: dict[str, Any]) -> None:
         self.ports.store.append(self.session_id, kind, payload, ts=self.ports.clock())

@@ -394,6 +394,7 @@ class App:
         if not sid:
             raise gr.Error("no interview yet: start or reopen one first")
         try:
+            self.rt.wait_for_judge(sid, timeout=180)  # the truth judge may still be rescoring the last answer
             rep = build_report(self.rt.store, self.rt.bank, sid, owner=owner, scorer=self.rt.scorer())
         except InterviewerError as e:
             raise gr.Error(str(e)) from e

@@ -677,10 +677,11 @@ class RubricScorer:
         answer: str,
         reference_answer: str | None = None,
         rubric: Any = None,
+        judged: list[KeyPointVerdict] | None = None,
     ) -> dict[str, Any]:
         """Score any question given a reference answer or a rubric; a JSON-ready dict (score on 0-4)."""
         spec = _rubric_spec(question_text, reference_answer, rubric)
-        result = self._score(answers=[answer], why_steps=[], code_verdict_passed=None, **spec)
+        result = self._score(answers=[answer], why_steps=[], code_verdict_passed=None, judged=judged, **spec)
         evidence = list(dict.fromkeys(e for cs in result.criteria for e in cs.evidence))
         return {
             "score": result.overall,
