@@ -149,12 +149,14 @@ class Reading:
     quote: str = ""  # a few of the candidate's own words
     relevance: float = 1.0
     reason: str = ""
+    main: float = 0.0  # share of the question's own key points covered
 
     def as_meta(self) -> dict[str, Any]:
         meta: dict[str, Any] = {
             "kind": self.kind,
             "covers": {str(k): round(v, 2) for k, v in self.covers.items()},
             "relevance": round(self.relevance, 3),
+            "main": round(self.main, 2),
         }
         if self.hit is not None:
             meta["contradiction"] = self.hit.name
@@ -317,11 +319,14 @@ class Listener:
                 reason=f"asserts '{hit.claim}'",
             )
         nxt = level + 1
+        main = sum(f >= COVERED_KP for f in main_cover) / len(main_cover)
         if nxt in covers and covers[nxt] >= WELL:
-            return Reading("covered", covers, relevance=relevance, reason=f"covers why {nxt} already")
+            return Reading(
+                "covered", covers, relevance=relevance, reason=f"covers why {nxt} already", main=main
+            )
         if touches:
-            return Reading("partial", covers, relevance=relevance)
-        return Reading("answer", covers, relevance=relevance)
+            return Reading("partial", covers, relevance=relevance, main=main)
+        return Reading("answer", covers, relevance=relevance, main=main)
 
 
 # -- choosing the move ----------------------------------------------------------------------------
@@ -395,18 +400,19 @@ class Plan:
         return out
 
 
-_ACKS: dict[str, tuple[str, ...]] = {
-    "covered": ("Right.", "Good.", "Makes sense."),
-    "partial": ("OK.", "I see.", "Fair enough."),
-}
+# Only after an answer that got somewhere: "OK." before every follow-up is filler, not listening.
+_ACKS = ("Right.", "OK, that makes sense.", "Fair enough.")
 
 
-def acknowledgement(reading: Reading, answer: str) -> str | None:
-    """A one-clause acknowledgement a human would give, or None (never praise for a wrong claim)."""
-    options = _ACKS.get(reading.kind)
-    if not options:
+def acknowledgement(reading: Reading, answer: str, level: int) -> str | None:
+    """A one-clause acknowledgement a human would give: after an answer that covers at least half of what
+    was asked (the question's key points, or this why's). None otherwise, and never for a wrong claim."""
+    if reading.kind not in ("covered", "partial"):
         return None
-    return options[zlib.crc32(answer.encode("utf-8")) % len(options)]
+    share = reading.main if level == 0 else reading.covers.get(level, 0.0)
+    if share < WELL:
+        return None
+    return _ACKS[zlib.crc32(answer.encode("utf-8")) % len(_ACKS)]
 
 
 def _after(q: Question, level: int, reading: Reading, done: Done) -> tuple[Move, int]:
@@ -445,7 +451,7 @@ def choose(q: Question, level: int, reading: Reading, done: Done, answer: str, a
         text = f"You said \u201c{reading.quote}\u201d. {reading.hit.challenge.strip()}"
         return Plan("challenge", level, text, meta={"contradiction": reading.hit.name})
     move, nxt = _after(q, level, reading, done)
-    ack = acknowledgement(reading, answer)
+    ack = acknowledgement(reading, answer, level)
     if move == "deepen":
         ack = "That already answers what I was going to ask next."
     if move == "push":

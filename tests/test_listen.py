@@ -305,8 +305,14 @@ def test_a_natural_turn_acknowledges_a_fair_answer_in_one_clause(tmp_path):
     it = interview(tmp_path, model=model)
     text = say(it, SOLID_MAIN)
     ack, _, question = text.partition(". ")
-    assert ack in {"OK", "I see", "Fair enough"} and len(ack.split()) <= 3
+    assert ack in {"Right", "OK, that makes sense", "Fair enough"}
     assert question == "When do the requests in your batch actually arrive?"  # the model's praise is dropped
+    # A thin answer gets no acknowledgement, just the question.
+    model.queue("When do the requests in your batch actually arrive?")
+    it2 = interview(tmp_path / "thin", model=model)
+    assert (
+        say(it2, "Throughput goes up with batching.") == "When do the requests in your batch actually arrive?"
+    )
 
 
 # -- no leaks -----------------------------------------------------------------------------------------
