@@ -109,13 +109,19 @@ def strict_leak(text: str, q: Question, said: list[str]) -> str | None:
 
 
 def run_persona(
-    ports: Ports, q: Question, name: str, answers: list[str], stats: dict[str, Any], verbose: bool
+    ports: Ports,
+    q: Question,
+    name: str,
+    answers: list[str],
+    stats: dict[str, Any],
+    verbose: bool,
+    max_turns: int = MAX_TURNS,
 ) -> None:
     it = Interview.start(ports, [q.round], question_ids=[q.id])
     it.advance_all()
     said: list[str] = []
     first: dict[str, Any] | None = None
-    for turn in range(MAX_TURNS):
+    for turn in range(max_turns):
         if it.finished or it.question is None or it.question.id != q.id:
             break
         answer = answers[min(turn, len(answers) - 1)]
@@ -215,6 +221,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--per-round", type=int, default=0, help="questions per round (0: all)")
     ap.add_argument("--rounds", default="", help="comma-separated round ids (default: every round)")
     ap.add_argument("--data-dir", default=None, help="where the embedded model is assembled")
+    ap.add_argument("--turns", type=int, default=MAX_TURNS, help="answers per persona (2: its first two)")
     ap.add_argument("--verbose", action="store_true")
     args = ap.parse_args(argv)
 
@@ -251,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
             ports = Ports(bank=bank, store=store, model=port, listener=listener)
             for q in questions:
                 for name, answers in personas(q).items():
-                    run_persona(ports, q, name, answers, stats, args.verbose)
+                    run_persona(ports, q, name, answers, stats, args.verbose, args.turns)
             store.close()
     finally:
         if server is not None:

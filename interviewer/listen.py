@@ -433,7 +433,7 @@ def _after(q: Question, level: int, reading: Reading, done: Done) -> tuple[Move,
 
 def choose(q: Question, level: int, reading: Reading, done: Done, answer: str, asked: str = "") -> Plan:
     """The move after an answer at ``level``, from its :class:`Reading` and what was already done."""
-    last = asked or q.question
+    last = asked if level > 0 and asked else q.question  # the opening carries a header; re-ask plainly
     if reading.kind == "asks_back":
         return Plan("clarify", level, answer_clarification(q, answer[:1000]))
     if reading.kind == "idk" and level not in done.hinted:
@@ -506,11 +506,20 @@ def leak(text: str, q: Question, said: Sequence[str] = ()) -> str | None:
     for t in (*shown_texts(q), *said):
         allowed |= _ngrams(t)
     grams -= allowed
+    grams = {g for g in grams if _telling(g)}
     for src in rubric_texts(q):
         common = grams & _ngrams(src)
         if common:
             return " ".join(sorted(common)[0])
     return None
+
+
+def _telling(gram: tuple[str, ...]) -> bool:
+    """A run says something only with 3+ content words ("what happens to the speedup" is just a question)."""
+    return sum(1 for w in gram if w not in _STOP and w not in _QUESTION_WORDS) >= 3
+
+
+_QUESTION_WORDS = frozenset("happens happen change changes go goes look looks".split())
 
 
 def quotes_too_much(text: str, answer: str, limit: int = MAX_QUOTE_WORDS) -> bool:

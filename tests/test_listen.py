@@ -263,6 +263,7 @@ def test_off_topic_is_redirected_once(tmp_path):
     it = interview(tmp_path)
     text = say(it, "We tracked everything in Jira tickets and held daily standups during two-week sprints.")
     assert text.startswith("Let's stay on the question I asked.") and "batching" in text and it.level == 0
+    assert "Question 1 of 1" not in text  # the question itself, not the opening's header
     say(it, "Our retros were on Fridays and the coffee machine was always broken downstairs.")
     assert it.level == 1  # redirected once; then the interview goes on
 
