@@ -167,12 +167,13 @@ class Reading:
         return meta
 
 
-def _quote(sentence: str, phrase: str | None = None) -> str:
-    """At most :data:`MAX_QUOTE_WORDS` of the candidate's words, centred on ``phrase`` when it is there."""
+def _quote(sentence: str, phrase: str | None = None, about: str = "") -> str:
+    """At most :data:`MAX_QUOTE_WORDS` of the candidate's words: where ``phrase`` starts, else the window
+    that says most of ``about`` (the claim), else the sentence's start."""
     words = _words(sentence.strip().rstrip(".!?;:,"))
     if len(words) <= MAX_QUOTE_WORDS:
         return " ".join(words)
-    start = 0
+    start = -1
     if phrase:
         first = _TOKEN.findall(phrase.lower())
         low = [" ".join(_TOKEN.findall(w.lower())) for w in words]
@@ -180,7 +181,14 @@ def _quote(sentence: str, phrase: str | None = None) -> str:
             if first and w == first[0]:
                 start = max(0, min(i - 1, len(words) - MAX_QUOTE_WORDS))
                 break
-    return " ".join(words[start : start + MAX_QUOTE_WORDS]).strip(",;:")
+    if start < 0 and about:
+        want = stems(about)
+        hits = [bool(stems(w) & want) for w in words]
+        best = max(range(len(words) - MAX_QUOTE_WORDS + 1), key=lambda i: sum(hits[i : i + MAX_QUOTE_WORDS]))
+        start = best
+        while start < len(words) - 1 and not hits[start] and sum(hits[start + 1 :]) >= sum(hits[start:]):
+            start += 1  # begin at the claim's first word, not at a lead-in ("To be clear, ...")
+    return " ".join(words[max(0, start) : max(0, start) + MAX_QUOTE_WORDS]).strip(",;:")
 
 
 @dataclass
@@ -314,7 +322,7 @@ class Listener:
                 "contradicts",
                 covers,
                 hit=hit,
-                quote=_quote(hit.sentence, phrase),
+                quote=_quote(hit.sentence, phrase, hit.claim),
                 relevance=relevance,
                 reason=f"asserts '{hit.claim}'",
             )
