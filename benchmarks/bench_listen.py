@@ -98,7 +98,7 @@ EXPECT = {
 
 def strict_leak(text: str, q: Question, said: list[str]) -> str | None:
     """Like listen.leak, but only the question's own words and the candidate's are allowed."""
-    grams = listen._ngrams(text)
+    grams = {g for g in listen._ngrams(text) if listen._telling(g)}
     for t in (q.question, *q.variants, *said):
         grams -= listen._ngrams(t)
     for src in listen.rubric_texts(q):
@@ -150,7 +150,7 @@ def run_persona(
             move, level_after, source = "next", 0, "-"
         if move not in ("next",):
             stats["followups"] += 1
-            if listen.leak(text, q, said):
+            if listen.leak(text, q, said, authored=source != "model"):
                 stats["leaks"] += 1
                 stats["leak_examples"].append((q.id, text))
             if strict_leak(text, q, said):

@@ -501,19 +501,30 @@ def shown_texts(q: Question) -> list[str]:
     return [t for t in out if t]
 
 
-def leak(text: str, q: Question, said: Sequence[str] = ()) -> str | None:
+def leak(text: str, q: Question, said: Sequence[str] = (), *, authored: bool = False) -> str | None:
     """The first 5-word run ``text`` shares with the rubric's private wording, or None.
 
-    Runs that the authored shown texts (question, variants, fallbacks, hints, challenges, push asks) contain,
-    and the candidate's own words, are not leaks: a set-up such as "a block of 1024 threads" may be in both.
+    Runs the question (and its variants) or the candidate's own words contain are not leaks. With
+    ``authored`` (a fallback, hint, challenge or push ask shown as written), neither are runs the other authored
+    shown texts contain: a set-up such as "a block of 1024 threads" may be in both. A model's text gets no such
+    allowance: echoing the why-target is a leak even where a fallback shares its words.
     """
     grams = _ngrams(text)
     if not grams:
         return None
     allowed: set[tuple[str, ...]] = set()
-    for t in (*shown_texts(q), *said):
+    for t in (*(shown_texts(q) if authored else (q.question, *q.variants)), *said):
         allowed |= _ngrams(t)
     grams -= allowed
+    if not authored:
+        # A target of mostly small words ("what breaks when it is full") has few telling runs: an echo of most
+        # of its words, with a 4-word run of it, is still the internal wording.
+        for target in (s.target for s in q.why_chain):
+            want = stems(target)
+            if len(want) >= 2 and len(want & stems(text)) >= 0.8 * len(want):
+                run = (_ngrams(text, 4) & _ngrams(target, 4)) - set().union(*(_ngrams(t, 4) for t in said))
+                if run:
+                    return " ".join(sorted(run)[0])
     grams = {g for g in grams if _telling(g)}
     for src in rubric_texts(q):
         common = grams & _ngrams(src)

@@ -575,7 +575,7 @@ class Interview:
             # Hint, invitation to guess, expand, redirect, challenge, push: authored text, decided offline.
             text = str(plan.get("move_text") or self._authored(q, level))
             meta: dict[str, Any] = {"source": "authored", **carried}
-            leaked = listen.leak(text, q, said)
+            leaked = listen.leak(text, q, said, authored=True)
             if leaked is not None:
                 meta["fallback_reason"] = f"leaks the rubric's wording ({leaked})"
                 meta["rejected"] = text[:MAX_FOLLOWUP_CHARS]
