@@ -482,8 +482,11 @@ def calibrate(
     features_cache: Annotated[
         Path | None, typer.Option(help="an .npz to reuse the answers' embeddings between runs")
     ] = None,
+    traps: Annotated[
+        Path | None, typer.Option(help="the trap set to report beside Mohler (default: tests/data/traps)")
+    ] = None,
 ) -> None:
-    """Fit the offline scorer against human grades with question-level cross-validation."""
+    """Fit the offline scorer against human grades (question-level CV); report the trap set beside it."""
     from rich.progress import Progress
 
     from interviewer.scoring.calibrate import CALIBRATION_PATH, run_calibration
@@ -507,6 +510,39 @@ def calibrate(
         except InterviewerError as e:
             _fail(e)
     print(report.table())
+    print(_trap_lines(traps))
+
+
+def _trap_lines(traps: Path | None) -> str:
+    """The trap set's figures with the shipped scorer, or a line saying there is no trap set."""
+    from interviewer.config import MOHLER_CSV
+    from interviewer.content import load_bank
+    from interviewer.scoring.calibrate import held_out_half, read_traps, trap_figures
+    from interviewer.scoring.scorer import RubricScorer
+
+    root = traps or MOHLER_CSV.parents[2] / "tests" / "data" / "traps"
+    found = read_traps(root) if root.is_dir() else {}
+    if not found:
+        return f"trap set: none found under {root} (skipped; see tests/data/traps/README.md)"
+    bank = load_bank(MOHLER_CSV.parents[2])
+    questions = [q for q in (bank.questions.get(i) for i in found) if q is not None]
+    scorer = RubricScorer(neighbours=list(bank.questions.values()))
+    by_id = {q.id: q for q in questions}
+    cache: dict[tuple[str, str], float] = {}
+
+    def score(qid: str, text: str) -> float:
+        if (qid, text) not in cache:
+            cache[(qid, text)] = scorer.score(by_id[qid], [text]).overall
+        return cache[(qid, text)]
+
+    figures = trap_figures(found, score, list(by_id))
+    if figures is None:
+        return f"trap set: no trap file under {root} names a bank question (skipped)"
+    lines = figures.lines("trap set (offline scorer, all questions)")
+    held = trap_figures(found, score, [q for q in by_id if held_out_half(q)])
+    if held is not None:
+        lines += held.lines("trap set, held-out half of the question-id split")
+    return "\n".join(lines)
 
 
 @app.command()

@@ -101,8 +101,9 @@ def count_fillers(text: str) -> int:
 
 
 def _signal(
-    mean_score: float | None, depth: float | None, coding_failed: int, answered: int
+    mean_score: float | None, depth: float | None, coding_failed: int, answered: int, contradicted: int = 0
 ) -> tuple[Signal, list[str]]:
+    """The round's hire signal from its (truth-capped) scores; an asserted wrong claim rules out "strong"."""
     if mean_score is None or answered == 0:
         return "not enough signal", ["no question in this round was answered"]
     reasons = [f"mean rubric score {mean_score:.1f}/4 over {answered} question(s)"]
@@ -110,7 +111,9 @@ def _signal(
         reasons.append(f"why-chain depth {depth:.1f}/2 on average")
     if coding_failed:
         reasons.append(f"{coding_failed} coding task(s) with failing hidden tests")
-    if mean_score >= 3.2 and (depth or 0) >= 1.5 and not coding_failed:
+    if contradicted:
+        reasons.append(f"{contradicted} answer(s) asserted a wrong central claim")
+    if mean_score >= 3.2 and (depth or 0) >= 1.5 and not coding_failed and not contradicted:
         return "strong hire", reasons
     if mean_score >= 2.5 and not coding_failed:
         return "hire", reasons
@@ -203,7 +206,8 @@ def build_report(
             for c in s.criteria:
                 crit[c.criterion].append(c.level)
         coding_failed = sum(1 for x in qs if x.code_runs and not x.code_runs[-1].passed)
-        signal, reasons = _signal(mean_score, depth, coding_failed, len(scored))
+        contradicted = sum(1 for s in scored if any(c.status == "contradicted" for c in s.criteria))
+        signal, reasons = _signal(mean_score, depth, coding_failed, len(scored), contradicted)
         not_reached = sum(1 for x in qs if x.status == "not reached")
         if not_reached:
             reasons.append(f"{not_reached} question(s) not reached")

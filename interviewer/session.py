@@ -690,13 +690,46 @@ class Interview:
             human = human[: human.index(_ANSWER_MARK)]
         return [SystemMessage(content=system), HumanMessage(content=human)]
 
+    def prefill_messages(self, partial: str) -> list[BaseMessage] | None:
+        """The prompt of the follow-up that will answer the text typed or spoken so far, up to its last word.
+
+        It is a prefix of the prompt :meth:`followup_messages` builds once the full answer is sent (the answer
+        is the last thing before a fixed suffix, and the text is cut at a word boundary so the last token does
+        not change), so a prefix-caching server that reads it now only reads the rest on Send. None when no
+        follow-up comes next (the last why-level, or no open question).
+        """
+        q = self.question
+        if q is None or self.state.awaiting != "candidate" or self.state.level >= 2:
+            return None
+        text = clean_text(partial)
+        cut = max(text.rfind(" "), text.rfind("\n"))
+        if cut <= 0:
+            return None
+        system, human = self.followup_messages(q, self.state.level + 1, upcoming=True)
+        assert isinstance(human.content, str)
+        return [system, HumanMessage(content=human.content + _defang(text[:cut]))]
+
+    def prefill(self, partial: str) -> bool:
+        """Offer the prompt so far to the model port's prefill queue; False when there is nothing to send."""
+        send = getattr(self.ports.model, "prefill", None)
+        messages = self.prefill_messages(partial) if send is not None else None
+        if send is None or messages is None:
+            return False
+        send(self.session_id, messages)
+        return True
+
     def _prefetch_next_followup(self, q: Question, level: int) -> None:
         """While the candidate answers, let the server cache the next follow-up's prompt (all but the answer)."""
+        prefill = getattr(self.ports.model, "prefill", None)  # the session's prefill queue: latest wins
         prefetch = getattr(self.ports.model, "prefetch", None)
-        if prefetch is None or level >= 2:
+        if (prefill is None and prefetch is None) or level >= 2:
             return
         try:
-            prefetch(self.followup_messages(q, level + 1, upcoming=True))
+            messages = self.followup_messages(q, level + 1, upcoming=True)
+            if prefill is not None:
+                prefill(self.session_id, messages)
+            elif prefetch is not None:
+                prefetch(messages)
         except Exception as e:  # an optimisation only: never let it disturb the interview
             log.debug("prefetch failed: %s", e)
 

@@ -141,3 +141,12 @@ def test_report_and_progress_cover_questions_stored_with_the_session(fixture_ban
     assert rep.rounds[0].questions[0].status == "scored" and "my cache cut p99" in render_markdown(rep)
     points = skill_map(store, fixture_bank, owner="me")
     assert [(p.round, p.topic) for p in points] == [(Round.DEEP_DIVE.value, base.topic)]
+
+
+def test_an_asserted_wrong_claim_rules_out_strong_hire_and_is_given_as_a_reason():
+    from interviewer.report import _signal
+
+    assert _signal(3.5, 2.0, 0, 3)[0] == "strong hire"
+    signal, reasons = _signal(3.5, 2.0, 0, 3, contradicted=1)
+    assert signal == "hire"
+    assert "1 answer(s) asserted a wrong central claim" in reasons

@@ -99,8 +99,8 @@ def test_why_depth_counts_levels_answered_well(bank, hashing_scorer: RubricScore
 def test_code_verdict_is_half_the_score(bank, hashing_scorer: RubricScorer) -> None:
     q = bank.get(LAYOUT_ID)
     a = ANSWERS[LAYOUT_ID]["strong"]
-    passed = hashing_scorer.score(q, [a], code_verdict_passed=True)
-    failed = hashing_scorer.score(q, [a], code_verdict_passed=False)
+    passed = hashing_scorer.score(q, [a], passed=True)
+    failed = hashing_scorer.score(q, [a], passed=False)
     assert passed.overall - failed.overall == pytest.approx(2.0, abs=0.01)
     assert "code-tests" in passed.methods
     assert any(c.criterion == "correctness (tests)" and c.level == 0 for c in failed.criteria)

@@ -65,6 +65,8 @@ class App:
         self.rt = runtime
         self._locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
+        # sid -> (owner, events seen, interview): typing events reuse the open interview while nothing moved
+        self._typing: dict[str, tuple[str, int, Interview]] = {}
 
     # helpers -------------------------------------------------------------------------------------
     @contextmanager
@@ -300,6 +302,25 @@ class App:
         except InterviewerError as e:
             gr.Warning(f"The interviewer's voice is unavailable: {e}")
             return gr.update()
+
+    def typing(
+        self, answer: str, sid: str | None, owner: str | None, request: gr.Request | None = None
+    ) -> None:
+        """While the candidate types: send the follow-up prompt so far to the model server (#13 prefill)."""
+        if not answer or not sid or self.rt.model_choice is None:
+            return  # nothing typed, no interview, or the model is not up yet: never wait for it here
+        owner = _owner(owner, request)
+        try:
+            seen = len(self.rt.store.events(sid))
+            cached = self._typing.get(sid)
+            if cached is not None and cached[0] == owner and cached[1] == seen:
+                it = cached[2]
+            else:
+                it = self._open(sid, owner)
+                self._typing[sid] = (owner, seen, it)
+            it.prefill(answer)
+        except InterviewerError as e:
+            log.debug("prefill skipped: %s", e)
 
     def transcribe(
         self, audio_path: str | None, typed: str, sid: str | None, owner: str | None, request: gr.Request
@@ -609,6 +630,16 @@ def build(runtime: Runtime) -> gr.Blocks:
         send_evt = dict(fn=app.send, inputs=[answer, sid, owner, spoken, voice_on], outputs=send_out)
         send_btn.click(**send_evt, api_name="send")  # type: ignore[arg-type]
         answer.submit(**send_evt, api_visibility="private")  # type: ignore[arg-type]
+        # Each edit offers the prompt so far to the model server (latest wins; see interviewer/llm/prefill.py).
+        answer.input(
+            app.typing,
+            [answer, sid, owner],
+            None,
+            api_name="typing",
+            trigger_mode="always_last",
+            queue=False,
+            show_progress="hidden",
+        )
         mic.stop_recording(
             app.transcribe, [mic, answer, sid, owner], [answer, spoken], api_name="transcribe"
         ).then(

@@ -18,6 +18,7 @@ from langchain_openai import ChatOpenAI
 
 from interviewer.config import Settings
 from interviewer.errors import ModelError, ModelTimeout, ModelUnavailable
+from interviewer.llm.prefill import Prefiller
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +65,14 @@ class ChatPort:
         True  # send prompt prefixes ahead (worth it on local servers; costs money on paid APIs)
     )
 
+    def __post_init__(self) -> None:
+        self._streams = 0  # replies streaming now: prefill waits for none
+        self._streams_lock = threading.Lock()
+        self._prefiller: Prefiller | None = None
+
     def stream(self, messages: Sequence[BaseMessage]) -> Iterator[str]:
+        with self._streams_lock:
+            self._streams += 1
         try:
             for chunk in self.model.stream(list(messages)):
                 text = chunk.content if isinstance(chunk.content, str) else ""
@@ -72,6 +80,27 @@ class ChatPort:
                     yield text
         except Exception as e:  # the client's whole error zoo becomes one clear ModelError
             raise _translate(e, self.base_url) from e
+        finally:
+            with self._streams_lock:
+                self._streams -= 1
+
+    @property
+    def prefiller(self) -> Prefiller | None:
+        """The port's prefill queue (None where warming costs money: remote servers)."""
+        if not self.warm_cache:
+            return None
+        if self._prefiller is None:
+            self._prefiller = Prefiller(self._send_one_token, busy=lambda: self._streams > 0)
+        return self._prefiller
+
+    def prefill(self, key: str, messages: Sequence[BaseMessage]) -> None:
+        """Let the server read ``messages`` (the prompt so far) now; latest wins per ``key``."""
+        pf = self.prefiller
+        if pf is not None:
+            pf.offer(key, messages)
+
+    def _send_one_token(self, messages: Sequence[BaseMessage]) -> None:
+        self.model.bind(max_tokens=1).invoke(list(messages))
 
     def complete(self, messages: Sequence[BaseMessage]) -> str:
         return "".join(self.stream(messages))

@@ -39,6 +39,13 @@ Progress = Callable[[str, int, int], None]  # (stage, done, total)
 
 LAMBDAS = (0.001, 0.003, 0.01, 0.03, 0.1, 0.3)  # L2 strengths tried by the inner cross-validation
 FULL_CREDIT = 4.5  # on the 0-5 scale: the graders' average for an answer they consider (nearly) fully right
+RIGHT_FROM = 4.0  # AUC: answers the graders averaged at >= 4 of 5 ("right") ...
+WRONG_UP_TO = 2.5  # ... against those at <= 2.5 ("wrong")
+# Off-topic negatives: each question also sees this many answers written for other questions, graded 0. Human
+# grades alone (Mohler averages 4.2/5) teach the model that almost anything deserves a 4, so its intercept
+# carried the score; answers to other questions show it what "nothing of this question" looks like.
+NEGATIVES_PER_QUESTION = 2
+NEGATIVE_SEED = 11
 _REQUIRED = (
     "question_id",
     "question",
@@ -177,6 +184,7 @@ class CalibrationReport:
     lambdas: list[float]
     output: Path | None
     notes: list[str] = field(default_factory=list)
+    separation: dict[str, float] = field(default_factory=dict)  # out-of-fold AUC and negatives' mean level
 
     def table(self) -> str:
         """A fixed-width table: one line per method, r / kappa / MAE against each target."""
@@ -195,6 +203,14 @@ class CalibrationReport:
                 m = per.get(t)
                 cells.append(f"{m['r']:.3f} / {m['qwk']:.3f} / {m['mae']:.3f}" if m else "-")
             lines.append(f"{name:<44}" + "".join(f"{c:>24}" for c in cells))
+        if self.separation:
+            sep = self.separation
+            lines.append(
+                f"out of fold, 0-4 scale: AUC right (avg >= {RIGHT_FROM}) vs wrong (<= {WRONG_UP_TO}) "
+                f"{sep['auc']:.3f}; mean level right {sep['right']:.2f}, wrong {sep['wrong']:.2f}, "
+                f"answers to other questions {sep['off_topic']:.2f} (n={int(sep['n_negatives'])}); "
+                f"wrong answers at >= 2.5: {sep['wrong_high']:.0%}"
+            )
         lines.extend(self.notes)
         if self.output:
             lines.append(f"parameters (fit on all rows) written to {self.output}")
@@ -235,28 +251,93 @@ def compute_features(
 
 
 def _cv_predict(
-    x: np.ndarray, y: np.ndarray, fold: np.ndarray, names: Sequence[str], folds: int, groups: Sequence[str]
-) -> tuple[np.ndarray, list[float]]:
-    """Out-of-fold predictions; L2 strength picked per outer fold by an inner question-level CV."""
+    x: np.ndarray,
+    y: np.ndarray,
+    fold: np.ndarray,
+    names: Sequence[str],
+    folds: int,
+    groups: Sequence[str],
+    extra: tuple[np.ndarray, np.ndarray, np.ndarray, list[str]] | None = None,
+) -> tuple[np.ndarray, list[float], np.ndarray]:
+    """Out-of-fold predictions; L2 strength picked per outer fold by an inner question-level CV.
+
+    ``extra`` = (x, y, fold, groups) of added training rows (the off-topic negatives): they join the training
+    side of every split whose held-out questions they do not belong to, and are never scored in ``pred`` (the
+    inner CV picks the L2 strength by Pearson r on the real rows only). Returns the out-of-fold predictions
+    of the real rows, the chosen strengths and the out-of-fold predictions of the extra rows.
+    """
     pred = np.zeros(len(y))
     chosen: list[float] = []
     g = np.array(groups)
+    ex, ey, efold, egroups = extra or (np.zeros((0, x.shape[1])), np.zeros(0), np.zeros(0, int), [])
+    eg = np.array(egroups)
+    extra_pred = np.zeros(len(ey))
     for k in range(folds):
         train = fold != k
+        etrain = efold != k
         inner = group_folds(list(g[train]), min(4, folds - 1))
+        inner_of = dict(zip(g[train], inner, strict=True))
+        einner = np.array([inner_of.get(q, -1) for q in eg[etrain]], dtype=int)
         best, best_r = LAMBDAS[0], -2.0
         for lam in LAMBDAS:
             inner_pred = np.zeros(train.sum())
             for j in range(inner.max() + 1):
-                m = fit_logistic(x[train][inner != j], y[train][inner != j], names, lam)
+                xs = np.r_[x[train][inner != j], ex[etrain][einner != j]]
+                ys = np.r_[y[train][inner != j], ey[etrain][einner != j]]
+                m = fit_logistic(xs, ys, names, lam)
                 inner_pred[inner == j] = _predict(m, x[train][inner == j])
             r = pearson(inner_pred, y[train])
             if r > best_r:
                 best, best_r = lam, r
         chosen.append(best)
-        model = fit_logistic(x[train], y[train], names, best)
+        model = fit_logistic(np.r_[x[train], ex[etrain]], np.r_[y[train], ey[etrain]], names, best)
         pred[~train] = _predict(model, x[~train])
-    return pred, chosen
+        if len(ey):
+            extra_pred[~etrain] = _predict(model, ex[~etrain])
+    return pred, chosen, extra_pred
+
+
+def auc(scores: np.ndarray, positive: np.ndarray) -> float:
+    """Area under the ROC curve: the chance a positive outscores a negative (ties count half)."""
+    s = np.asarray(scores, float)
+    pos, neg = s[np.asarray(positive, bool)], s[~np.asarray(positive, bool)]
+    if not len(pos) or not len(neg):
+        return float("nan")
+    ranks = _average_ranks(np.r_[pos, neg])
+    return float((ranks[: len(pos)].sum() - len(pos) * (len(pos) + 1) / 2) / (len(pos) * len(neg)))
+
+
+def _average_ranks(values: np.ndarray) -> np.ndarray:
+    order = np.argsort(values, kind="mergesort")
+    ranks = np.empty(len(values))
+    sorted_vals = values[order]
+    i = 0
+    while i < len(values):
+        j = i
+        while j + 1 < len(values) and sorted_vals[j + 1] == sorted_vals[i]:
+            j += 1
+        ranks[order[i : j + 1]] = (i + j) / 2 + 1
+        i = j + 1
+    return ranks
+
+
+def off_topic_negatives(rows: list[Row], per_question: int, seed: int = NEGATIVE_SEED) -> list[Row]:
+    """Answers to other questions, asked of each question with grade 0 (a fixed sample per seed)."""
+    import random
+
+    rng = random.Random(seed)
+    by_q: dict[str, list[Row]] = {}
+    for r in rows:
+        by_q.setdefault(r.question_id, []).append(r)
+    ids = sorted(by_q)
+    out: list[Row] = []
+    for qid in ids:
+        own = by_q[qid][0]
+        others = [o for o in ids if o != qid]
+        for other in rng.sample(others, min(per_question, len(others))):
+            src = rng.choice(by_q[other])
+            out.append(Row(qid, own.question, own.reference, src.answer, 0.0, 0.0))
+    return out
 
 
 def run_calibration(
@@ -267,6 +348,7 @@ def run_calibration(
     embedder: Embedder | None = None,
     output: Path | None = CALIBRATION_PATH,
     features_cache: Path | None = None,
+    negatives_per_question: int = NEGATIVES_PER_QUESTION,
 ) -> CalibrationReport:
     """Cross-validate the coverage model by question, report agreement, and write the fitted parameters.
 
@@ -277,6 +359,8 @@ def run_calibration(
         embedder: the embedding model (the packaged MiniLM by default).
         output: where to write calibration.json (None: do not write).
         features_cache: an .npz to reuse the features from (written when absent), to refit without re-embedding.
+        negatives_per_question: answers to other questions added per question with grade 0 (training only;
+            every agreement figure is on the real rows).
 
     Returns:
         The report; ``report.table()`` is the printable table.
@@ -294,6 +378,25 @@ def run_calibration(
         x_all, names = compute_features(rows, embedder, progress)
         if features_cache is not None:
             np.savez(features_cache, x=x_all, names=np.array(names), embedder=np.array(embedder.id))
+    negatives = off_topic_negatives(rows, negatives_per_question) if negatives_per_question > 0 else []
+    neg_cache = (
+        Path(f"{features_cache}.negatives{negatives_per_question}.npz")
+        if features_cache is not None
+        else None
+    )
+    if neg_cache is not None and neg_cache.is_file():
+        cached = np.load(neg_cache, allow_pickle=False)
+        if str(cached["embedder"]) != embedder.id or len(cached["x"]) != len(negatives):
+            raise InputError(f"{neg_cache} was computed for other data or another embedder; delete it")
+        x_neg = cached["x"]
+    elif negatives:
+        x_neg, neg_names = compute_features(negatives, embedder, progress)
+        if neg_names != names:
+            raise InputError("the negatives' features differ from the answers'; delete the features cache")
+        if neg_cache is not None:
+            np.savez(neg_cache, x=x_neg, embedder=np.array(embedder.id))
+    else:
+        x_neg = np.zeros((0, len(names)))
     col = {n: i for i, n in enumerate(names)}
     g1 = np.array([r.grader1 for r in rows])
     g2 = np.array([r.grader2 for r in rows])
@@ -324,13 +427,25 @@ def run_calibration(
 
     answer_x = x_all[:, [col[n] for n in ANSWER_FEATURES]]
     kp_x = x_all[:, [col[n] for n in KEY_POINT_FEATURES]]
+    fold_of = dict(zip(groups, fold, strict=True))
+    neg_groups = [r.question_id for r in negatives]
+    neg_fold = np.array([fold_of[g] for g in neg_groups], dtype=int)
+    neg_y = np.zeros(len(negatives))
+
+    def extra(feats: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+        return x_neg[:, [col[n] for n in feats]], neg_y, neg_fold, neg_groups
+
     if progress:
         progress("cross-validation", 0, 2)
-    pred_answer, lams = _cv_predict(answer_x, avg / scale, fold, ANSWER_FEATURES, folds, groups)
+    pred_answer, lams, neg_pred = _cv_predict(
+        answer_x, avg / scale, fold, ANSWER_FEATURES, folds, groups, extra(ANSWER_FEATURES)
+    )
     table["scorer: coverage model (answer level)"] = versus(np.clip(pred_answer * scale, 0, scale))
     if progress:
         progress("cross-validation", 1, 2)
-    pred_kp, kp_lams = _cv_predict(kp_x, avg / scale, fold, KEY_POINT_FEATURES, folds, groups)
+    pred_kp, kp_lams, _ = _cv_predict(
+        kp_x, avg / scale, fold, KEY_POINT_FEATURES, folds, groups, extra(KEY_POINT_FEATURES)
+    )
     table["scorer: key-point model (recall only)"] = versus(np.clip(pred_kp * scale, 0, scale))
     if progress:
         progress("cross-validation", 2, 2)
@@ -339,17 +454,41 @@ def run_calibration(
     # gave (nearly) full credit from the rest (balanced accuracy).
     threshold = _best_threshold(pred_kp, avg >= FULL_CREDIT)
     final_lam = float(np.median(lams))
-    answer_model = fit_logistic(answer_x, avg / scale, ANSWER_FEATURES, final_lam)
-    kp_model = fit_logistic(kp_x, avg / scale, KEY_POINT_FEATURES, float(np.median(kp_lams)))
+    ex_answer, ex_kp = extra(ANSWER_FEATURES)[0], extra(KEY_POINT_FEATURES)[0]
+    answer_model = fit_logistic(
+        np.r_[answer_x, ex_answer], np.r_[avg / scale, neg_y], ANSWER_FEATURES, final_lam
+    )
+    kp_model = fit_logistic(
+        np.r_[kp_x, ex_kp], np.r_[avg / scale, neg_y], KEY_POINT_FEATURES, float(np.median(kp_lams))
+    )
+    right, wrong = avg >= RIGHT_FROM, avg <= WRONG_UP_TO
+    level = 4.0 * pred_answer
+    separation = {
+        "auc": round(auc(level[right | wrong], right[right | wrong]), 4),
+        "right": round(float(level[right].mean()), 3),
+        "wrong": round(float(level[wrong].mean()), 3),
+        "wrong_high": round(float((level[wrong] >= 2.5).mean()), 4),
+        "off_topic": round(float(4.0 * neg_pred.mean()), 3) if len(neg_pred) else float("nan"),
+        "n_negatives": float(len(negatives)),
+    }
     notes = [
         "qwk rounds both sides half up to integers 0-5; the cosine baseline's r is the raw cosine's, its "
         "qwk/mae use a linear map fit out of fold; word recall: raw r only",
         f"L2 strength per outer fold (inner question-level CV): {lams}; key-point model: {kp_lams}",
         f"key point covered from a recall-model fraction of {threshold:.3f} (best balanced accuracy for "
         f"'graders' average >= {FULL_CREDIT}', out of fold)",
+        f"training also saw {len(negatives)} answers to other questions graded 0 "
+        f"({negatives_per_question} per question, seed {NEGATIVE_SEED}), split with their question",
     ]
     report = CalibrationReport(
-        len(rows), len(set(groups)), folds, table, lams, output if output is not None else None, notes
+        len(rows),
+        len(set(groups)),
+        folds,
+        table,
+        lams,
+        output if output is not None else None,
+        notes,
+        separation,
     )
     if output is not None:
         payload: dict[str, Any] = {
@@ -362,12 +501,90 @@ def run_calibration(
             "n_questions": len(set(groups)),
             "cv_folds": folds,
             "cv_average": table["scorer: coverage model (answer level)"]["average"],
+            "cv_separation": separation,
+            "negatives_per_question": negatives_per_question,
             "covered_threshold": round(threshold, 4),
             "answer_model": {**answer_model.to_json(), "l2": final_lam},
             "key_point_model": {**kp_model.to_json(), "l2": float(np.median(kp_lams))},
         }
         Path(output).write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
     return report
+
+
+TRAP_KINDS = ("strong", "partial", "wrong", "off_topic")
+
+
+@dataclass
+class TrapFigures:
+    """How the scorer ranks the trap set's four answers per question (see tests/data/traps/README.md)."""
+
+    n_questions: int
+    means: dict[str, float]  # kind -> mean overall (0-4)
+    ordered: float  # share of questions with strong > partial > wrong
+    wrong_high: float  # share of wrong answers at >= 2.5
+    per_question: dict[str, dict[str, float]]  # question id -> kind -> overall
+
+    def lines(self, label: str = "trap set") -> list[str]:
+        """Printable lines: means per kind, ordering rate."""
+        m = self.means
+        return [
+            f"{label}: {self.n_questions} questions; mean overall strong {m['strong']:.2f}, partial "
+            f"{m['partial']:.2f}, wrong {m['wrong']:.2f}, off-topic {m['off_topic']:.2f}; strong > partial > "
+            f"wrong on {self.ordered:.0%}; wrong answers at >= 2.5: {self.wrong_high:.0%}"
+        ]
+
+
+def read_traps(root: Path) -> dict[str, dict[str, str]]:
+    """The trap set under ``root`` (``<round>/<question-id>.yaml``): question id -> kind -> answer text.
+
+    Files that lack one of the four kinds are skipped (a trap set being written is still readable).
+    """
+    import yaml
+
+    out: dict[str, dict[str, str]] = {}
+    for path in sorted(Path(root).glob("*/*.yaml")):
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        except (OSError, yaml.YAMLError) as e:
+            raise InputError(f"cannot read the trap file {path}: {e}") from e
+        answers = data.get("answers") or {}
+        wrong = answers.get("wrong")
+        texts = {
+            "strong": answers.get("strong"),
+            "partial": answers.get("partial"),
+            "wrong": wrong.get("text") if isinstance(wrong, dict) else wrong,
+            "off_topic": answers.get("off_topic"),
+        }
+        if data.get("question") and all(isinstance(t, str) and t.strip() for t in texts.values()):
+            out[str(data["question"])] = {k: str(v) for k, v in texts.items()}
+    return out
+
+
+def trap_figures(
+    traps: dict[str, dict[str, str]], score: Callable[[str, str], float], ids: Sequence[str] | None = None
+) -> TrapFigures | None:
+    """Score every trap answer with ``score(question_id, answer)`` (0-4); None when there is nothing to score.
+
+    ``ids`` restricts to some questions (a held-out half); ids not in ``traps`` are ignored.
+    """
+    chosen = [q for q in (ids if ids is not None else sorted(traps)) if q in traps]
+    if not chosen:
+        return None
+    per = {q: {k: float(score(q, traps[q][k])) for k in TRAP_KINDS} for q in chosen}
+    means = {k: float(np.mean([per[q][k] for q in chosen])) for k in TRAP_KINDS}
+    ordered = float(np.mean([per[q]["strong"] > per[q]["partial"] > per[q]["wrong"] for q in chosen]))
+    wrong_high = float(np.mean([per[q]["wrong"] >= 2.5 for q in chosen]))
+    return TrapFigures(len(chosen), means, ordered, wrong_high, per)
+
+
+def held_out_half(question_id: str) -> bool:
+    """The reporting half of a question-id split (stable: the first byte of the id's sha256 is odd).
+
+    The same split as the trap set's loader (tests/support/traps.py, "heldout"): tune on the other half only.
+    """
+    import hashlib
+
+    return hashlib.sha256(question_id.encode()).digest()[0] % 2 == 1
 
 
 def _best_threshold(pred: np.ndarray, positive: np.ndarray) -> float:

@@ -175,3 +175,42 @@ def find_contradictions(answer: str, contradictions: Sequence[Contradiction]) ->
                 hits.append(ContradictionHit(c.name, c.claim, c.criterion, a.sentence, c.challenge))
                 break
     return hits
+
+
+_LIST_SPLIT = re.compile(r"\s*(?:,|;|/|\||\u00b7|\u2022|\band\b|\s-\s)\s*", re.IGNORECASE)
+# Words that turn a list of terms into an explanation: a cause, a purpose, a consequence or a comparison.
+_EXPLAINS = re.compile(
+    r"\b(?:because|since|so|so that|therefore|which|that|means|meaning|caused?|causes|to|by|when|if|"
+    r"until|because of|due to|instead|than|while|where|whereas|until|showed|found|went|dropped|rose|"
+    r"cut|moved|was|were|is|are|did|does|made|makes|let|lets)\b",
+    re.IGNORECASE,
+)
+_LIST_ITEM_WORDS = 3  # a list item is a term or a figure: at most this many words
+
+
+def is_unexplained_list(sentence: str) -> bool:
+    """Whether a sentence only lists terms or figures ("nsight, baseline, profiled, A/B") without saying
+    what they did, why or what followed: three or more short items and no word that explains."""
+    items = [p for p in _LIST_SPLIT.split(sentence.strip().rstrip(".!?:")) if p and p.strip()]
+    if len(items) < 3 or any(len(p.split()) > _LIST_ITEM_WORDS for p in items):
+        return False
+    return not _EXPLAINS.search(sentence)
+
+
+def explained_text(text: str) -> tuple[str, list[str]]:
+    """``text`` without the sentences that earn no evidence credit, and those sentences.
+
+    Dropped: lists of terms or figures with no explanation (:func:`is_unexplained_list`) and sentences that
+    repeat an earlier one word for word. What remains keeps its order and line breaks between sentences.
+    """
+    kept: list[str] = []
+    dropped: list[str] = []
+    seen: set[str] = set()
+    for s in sentences(text):
+        key = _norm(s)
+        if is_unexplained_list(s) or (key and key in seen):
+            dropped.append(s)
+        else:
+            kept.append(s)
+        seen.add(key)
+    return "\n".join(kept), dropped

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-Method = Literal["deterministic", "coverage", "llm-judge", "quote-extraction", "code-tests"]
+Method = Literal["deterministic", "coverage", "offline", "llm-judge", "quote-extraction", "code-tests"]
 
 
 class _Frozen(BaseModel):

@@ -36,7 +36,7 @@ from interviewer.content.models import Contradiction, Criterion, FactCheck, Nume
 from interviewer.embeddings import Embedder, default_embedder
 from interviewer.errors import InputError, ModelError
 from interviewer.scoring.checks import run_checks
-from interviewer.scoring.claims import ContradictionHit, find_contradictions
+from interviewer.scoring.claims import ContradictionHit, explained_text, find_contradictions
 from interviewer.scoring.coverage import (
     Calibration,
     CoverageResult,
@@ -54,6 +54,7 @@ from interviewer.scoring.models import (
     Method,
     QuestionScore,
     Status,
+    Verdict,
 )
 
 WELL_ANSWERED = 2.5  # a why-level counts as answered well from this coverage level (of 4) up
@@ -100,6 +101,7 @@ class RubricScorer:
         use_quotes: bool = True,
         quote_min_similarity: float = 0.5,
         neighbours: Sequence[Question] | None = None,
+        judge_weight: float = 0.5,
     ) -> None:
         self._embedder = embedder
         self._enc: TextEncoder | None = None
@@ -111,6 +113,8 @@ class RubricScorer:
         # sentences in order, one per key point (MiniLM cosine: aligned quotes ~0.86, misaligned 0.2-0.4).
         self.quote_min_similarity = quote_min_similarity
         self._calibration = calibration
+        # How much a truth judge's per-key-point verdicts count against the offline ones (see merge_verdicts).
+        self.judge_weight = judge_weight
         # The bank's other questions, for relative relevance (is this an answer to a different question?).
         self._neighbours = list(neighbours or [])
         self._neighbour_vecs: np.ndarray | None = None
@@ -129,9 +133,26 @@ class RubricScorer:
 
     # ------------------------------------------------------------------------------------------------
     def score(
-        self, question: Question, answers: list[str], code_verdict_passed: bool | None = None
+        self,
+        question: Question,
+        answers: list[str],
+        passed: bool | None = None,
+        judged: list[KeyPointVerdict] | None = None,
     ) -> QuestionScore:
-        """Score ``answers`` ([0] main answer, [1] why level 1, [2] why level 2) against ``question``."""
+        """Score ``answers`` against ``question``'s rubric, offline, merging a truth judge's verdicts if given.
+
+        Args:
+            question: the bank question (key points, criteria, checks, contradictions).
+            answers: [0] the main answer, [1] why level 1, [2] why level 2 (missing levels are fine).
+            passed: the sandbox's verdict for a coding answer (None: not a coding answer).
+            judged: per-key-point verdicts of a truth judge for the main answer (any subset of the key
+                points); merged with the offline verdicts by :func:`merge_verdicts` at ``judge_weight``. A key
+                point the merge calls contradicted caps its criterion at level 1 and the question at 1.5, like
+                a rubric contradiction.
+
+        Returns:
+            The question's score; ``verdicts`` holds one merged verdict per key point, in rubric order.
+        """
         return self._score(
             question_id=question.id,
             question_text=question.question,
@@ -142,7 +163,8 @@ class RubricScorer:
             contradictions=list(question.contradictions),
             answers=answers,
             why_steps=[(s.fallback + " " + s.target, list(s.key_points)) for s in question.why_chain],
-            code_verdict_passed=code_verdict_passed,
+            code_verdict_passed=passed,
+            judged=judged,
         )
 
     def _score(
@@ -159,7 +181,9 @@ class RubricScorer:
         code_verdict_passed: bool | None,
         reference: str | None = None,
         contradictions: list[Contradiction] | None = None,
+        judged: list[KeyPointVerdict] | None = None,
     ) -> QuestionScore:
+        judge_verdicts = judged
         notes: list[str] = []
         methods: list[Method] = []
         screened = [screen(a or "") for a in answers] or [screen("")]
@@ -167,12 +191,25 @@ class RubricScorer:
         if removed:
             notes.append(f"ignored {removed} passage(s) addressed to the grader rather than answering")
         main = screened[0].text
+        # Lists of terms or figures with nothing said about them, and repeated sentences, earn no coverage.
+        explained, listed = explained_text(main)
+        only_lists = bool(main.strip()) and not explained.strip()
+        if listed:
+            notes.append(
+                f"no credit for {len(listed)} sentence(s) that only list terms or figures, or repeat: "
+                + "; ".join(f"\u201c{x}\u201d" for x in listed[:3])
+            )
 
-        cov = score_coverage(self.encoder, main, key_points, question_text, self.calibration, reference)
+        cov = score_coverage(self.encoder, explained, key_points, question_text, self.calibration, reference)
         if removed and screened[0].before_first and screened[0].before_first != main:
             # Once an answer starts talking to the grader, nothing after that point may raise its score.
             prefix = score_coverage(
-                self.encoder, screened[0].before_first, key_points, question_text, self.calibration, reference
+                self.encoder,
+                explained_text(screened[0].before_first)[0],
+                key_points,
+                question_text,
+                self.calibration,
+                reference,
             )
             if prefix.level < cov.level:
                 cov = prefix
@@ -181,6 +218,20 @@ class RubricScorer:
         notes.append(f"coverage (calibrated on human grades): {c:.2f}/4")
 
         hits = find_contradictions("\n".join(sc.text for sc in screened), contradictions or [])
+        merged: list[KeyPointVerdict] | None = None
+        if judge_verdicts and main.strip() and key_points:
+            pre = self._covered(cov, None, {h.sentence for h in hits})
+            offline = self._verdicts(cov, hits, pre, key_points, criteria, False)
+            merged = merge_verdicts(offline, judge_verdicts, self.judge_weight)
+            judged_level = 4.0 * statistics.fmean(stated_probability(v) for v in merged)
+            notes.append(
+                f"truth judge: {sum(v.verdict == 'stated' for v in merged)}/{len(merged)} key points stated, "
+                f"{sum(v.verdict == 'contradicted' for v in merged)} contradicted after merging "
+                f"(weight {self.judge_weight:.2f}); level {judged_level:.2f}/4"
+            )
+            c = (1.0 - self.judge_weight) * c + self.judge_weight * judged_level
+            methods.append("llm-judge")
+            hits = hits + self._judge_hits(merged, hits, criteria, key_points)
         for h in hits:
             notes.append(f"asserts a classic wrong claim ({h.name}): \u201c{h.sentence}\u201d")
         relevance = max(
@@ -202,7 +253,7 @@ class RubricScorer:
             notes.append(f"checks passed: {passed}/{len(checks)}")
 
         quotes = None
-        judged = None
+        rubric_judged = None
         if self.use_judge and main.strip():
             try:
                 if self.use_quotes:
@@ -215,7 +266,7 @@ class RubricScorer:
                     )
                     if quotes.rejected:
                         notes.append(f"rejected {len(quotes.rejected)} quote(s) not found in the answer")
-                judged = run_judge(
+                rubric_judged = run_judge(
                     self.judge_model, question_text, main, criteria, key_points, samples=self.judge_samples
                 )
                 methods.append("llm-judge")
@@ -223,7 +274,7 @@ class RubricScorer:
                 notes.append(f"LLM grading unavailable, scored offline only: {e}")
 
         discussion = self._combine(
-            c, quotes.level if quotes else None, judged.level if judged else None, notes
+            c, quotes.level if quotes else None, rubric_judged.level if rubric_judged else None, notes
         )
         if checks:
             k = sum(ch.passed for ch in checks) / len(checks)
@@ -246,25 +297,44 @@ class RubricScorer:
             and gap is not None
             and gap >= GAP_FROM
             and not any(m.covered for m in cov.matches)
+            and not (merged and any(v.verdict == "stated" for v in merged))
             and not (quotes and quotes.covered)
         ):
             off_topic = True  # closer to another question than to this one, and none of this one's points
             notes.append(f"off-topic: gap {gap:.2f} to another bank question and no key point covered")
-        wrong_sentences = {h.sentence for h in hits}
-        covered = [
-            m.key_point
-            for m in cov.matches
-            if (m.covered and m.best_sentence not in wrong_sentences)
-            or (quotes and quotes.quotes.get(m.key_point))
-        ]
+        wrong_sentences = {h.sentence for h in hits if h.sentence}
+        covered = self._covered(cov, quotes, wrong_sentences)
+        fractions: dict[str, float] | None = None
+        if merged is not None:
+            covered = [v.key_point for v in merged if v.verdict == "stated"]
+            fractions = {v.key_point: stated_probability(v) for v in merged}
         if off_topic:
             covered = []
         missed = [k for k in key_points if k not in covered]
-        evidence_for = {
-            k: e for k, e in self._evidence(cov, quotes).items() if e not in wrong_sentences and k in covered
-        }
-        crit_scores = self._criteria(criteria, cov, judged, evidence_for, covered, missed, c, quotes, notes)
+        found = self._evidence(cov, quotes)
+        if merged is not None:
+            found.update({v.key_point: v.quote for v in merged if v.verdict == "stated" and v.quote})
+        evidence_for = {k: e for k, e in found.items() if e not in wrong_sentences and k in covered}
+        crit_scores = self._criteria(
+            criteria, cov, rubric_judged, evidence_for, covered, missed, c, quotes, notes, fractions
+        )
         crit_scores = self._truth_caps(crit_scores, hits, off_topic, bool(main.strip()))
+        if only_lists:
+            off_topic = True  # scored like an answer with nothing about this question in it
+            notes.append(f"capped at {OFF_TOPIC_MAX}: the answer only lists terms or figures")
+            crit_scores = [
+                cs
+                if cs.method == "code-tests"
+                else cs.model_copy(
+                    update={
+                        "level": 0,
+                        "evidence": [],
+                        "status": "missing",
+                        "reason": "missing: the answer lists terms or figures without explaining any of them",
+                    }
+                )
+                for cs in crit_scores
+            ]
         if code_verdict_passed is not None:
             crit_scores.append(
                 CriterionScore(
@@ -311,6 +381,8 @@ class RubricScorer:
             if code_verdict_passed and off_topic:
                 overall = max(overall, 2.0)  # passing tests stay the score of record for correctness
         verdicts = self._verdicts(cov, hits, covered, key_points, criteria, off_topic)
+        if merged is not None and not off_topic:
+            verdicts = merged
 
         return QuestionScore(
             question_id=question_id,
@@ -431,7 +503,7 @@ class RubricScorer:
                         verdict="contradicted",
                         confidence=0.9,
                         quote=contradicted[k].sentence,
-                        method="deterministic",
+                        method="offline",
                     )
                 )
             elif k in covered:
@@ -441,7 +513,7 @@ class RubricScorer:
                         verdict="stated",
                         confidence=round(min(1.0, max(0.0, fraction.get(k, 0.0))), 3),
                         quote=best.get(k),
-                        method="coverage",
+                        method="offline",
                     )
                 )
             else:
@@ -450,9 +522,45 @@ class RubricScorer:
                         key_point=k,
                         verdict="absent",
                         confidence=round(1.0 - min(1.0, max(0.0, fraction.get(k, 0.0))), 3),
-                        method="coverage",
+                        method="offline",
                     )
                 )
+        return out
+
+    @staticmethod
+    def _covered(cov: CoverageResult, quotes: Any, wrong_sentences: set[str]) -> list[str]:
+        """Key points the offline signals count as covered (never by a sentence asserting a wrong claim)."""
+        return [
+            m.key_point
+            for m in cov.matches
+            if (m.covered and m.best_sentence not in wrong_sentences)
+            or (quotes and quotes.quotes.get(m.key_point))
+        ]
+
+    def _judge_hits(
+        self,
+        merged: list[KeyPointVerdict],
+        hits: list[ContradictionHit],
+        criteria: list[Criterion],
+        key_points: list[str],
+    ) -> list[ContradictionHit]:
+        """Key points the merged verdicts call contradicted (beyond the rubric's own contradictions), as hits
+        on the criterion each key point belongs to, so they cap it like a classic wrong claim."""
+        known = {h.sentence for h in hits}
+        crit_of = {k: name for name, ks in self._assign(criteria, key_points).items() for k in ks}
+        out: list[ContradictionHit] = []
+        for v in merged:
+            if v.verdict != "contradicted" or v.method == "offline" or (v.quote and v.quote in known):
+                continue
+            out.append(
+                ContradictionHit(
+                    name="key point contradicted",
+                    claim=f"the opposite of: {v.key_point}",
+                    criterion=crit_of.get(v.key_point) if len(criteria) > 1 else None,
+                    sentence=v.quote or "",
+                    challenge="",
+                )
+            )
         return out
 
     def _relevant(self, quotes: QuoteResult, notes: list[str]) -> QuoteResult:
@@ -510,10 +618,11 @@ class RubricScorer:
         c: float,
         quotes: Any,
         notes: list[str],
+        fractions: dict[str, float] | None = None,
     ) -> list[CriterionScore]:
         """One score per criterion: the judge's (capped) level when it ran, else calibrated coverage."""
         assignment = self._assign(criteria, [m.key_point for m in cov.matches])
-        fraction = {m.key_point: m.fraction for m in cov.matches}
+        fraction = fractions or {m.key_point: m.fraction for m in cov.matches}
         judged_by_name = {jc.criterion: jc for jc in judged.criteria} if judged else {}
         support = max(c, quotes.level if quotes else 0.0)
         out: list[CriterionScore] = []
@@ -584,6 +693,64 @@ class RubricScorer:
             "methods": result.methods,
             "notes": result.notes,
         }
+
+
+_VERDICTS: tuple[Verdict, ...] = ("stated", "contradicted", "absent")
+
+
+def _distribution(v: KeyPointVerdict) -> dict[Verdict, float]:
+    """A verdict as probabilities: its confidence on itself, the rest shared by the other two."""
+    conf = min(1.0, max(0.0, v.confidence))
+    return {x: conf if x == v.verdict else (1.0 - conf) / 2 for x in _VERDICTS}
+
+
+def stated_probability(v: KeyPointVerdict) -> float:
+    """How likely the key point is stated, from one verdict (its confidence, or the share left to "stated")."""
+    return _distribution(v)["stated"]
+
+
+def merge_verdicts(
+    offline: Sequence[KeyPointVerdict], judged: Sequence[KeyPointVerdict], judge_weight: float
+) -> list[KeyPointVerdict]:
+    """Merge the offline per-key-point verdicts with a judge's, key point by key point.
+
+    Each verdict is read as a distribution over stated / contradicted / absent (its confidence on its verdict,
+    the remainder split evenly); the two are mixed as ``(1 - judge_weight) * offline + judge_weight * judged``
+    and the most probable verdict wins (ties go to the offline verdict).
+
+    Args:
+        offline: one verdict per key point, as the scorer produces them (method "offline"); defines the order.
+        judged: the judge's verdicts; key points it did not rule on keep the offline verdict, verdicts about
+            key points not in ``offline`` are ignored.
+        judge_weight: 0 ignores the judge, 1 takes it alone.
+
+    Returns:
+        One verdict per offline key point: the winning verdict, its mixed probability as confidence, the quote
+        and method of the side that gave that verdict (the judge's when both did and it has a quote).
+    """
+    w = min(1.0, max(0.0, judge_weight))
+    by_point = {j.key_point: j for j in judged}
+    out: list[KeyPointVerdict] = []
+    for o in offline:
+        j = by_point.get(o.key_point)
+        if j is None or w == 0.0:
+            out.append(o)
+            continue
+        po, pj = _distribution(o), _distribution(j)
+        mix = {x: (1.0 - w) * po[x] + w * pj[x] for x in _VERDICTS}
+        best = max(_VERDICTS, key=lambda x: (mix[x], x == o.verdict))
+        source = j if j.verdict == best and (j.quote or o.verdict != best) else o
+        quote = source.quote if best != "absent" else None
+        out.append(
+            KeyPointVerdict(
+                key_point=o.key_point,
+                verdict=best,
+                confidence=round(mix[best], 4),
+                quote=quote,
+                method=source.method,
+            )
+        )
+    return out
 
 
 def _about(question: str, key_points: Sequence[str]) -> str:

@@ -1,0 +1,179 @@
+"""Time from Send to the first follow-up token, with and without prefill while typing (#13).
+
+Run: ``.venv/bin/python benchmarks/bench_prefill.py [--model qwen2.5-coder-1.5b] [--reps 3] [--sessions 1 2 4]``
+(or ``--base-url http://127.0.0.1:8000/v1`` for a server you started; prefill is only sent to loopback servers).
+
+For answers of about 30, 150 and 300 tokens, typed at a human pace (the page sends the answer so far every
+few words; a typist is far slower than the server reads, so the benchmark lets each prefill finish before the
+next words arrive), it measures the engine's own time to the first streamed follow-up token after Send:
+
+- ``prefetch only``: what the app did before #13 (the prompt up to the answer is cached at question time);
+- ``prefill``: the prompt with the answer so far, up to its last word, is cached while typing;
+- ``bare tail``: the bare server, prompt cached up to the same point, streaming the final prompt: the floor.
+
+Then 1, 2 and 4 sessions pressing Send at the same moment (each having typed a 150-token answer with prefill).
+Prints a table; run on an idle machine for figures, and state `uptime` beside them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from langchain_core.messages import BaseMessage
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from interviewer.config import load_settings
+from interviewer.llm.client import ChatPort
+from interviewer.runtime import Runtime
+from interviewer.session import Interview
+
+SENTENCES = [
+    "Decode reads every weight once per generated token, so at batch one it is limited by memory bandwidth.",
+    "Batching several requests shares that weight read, which raises throughput until compute becomes the limit.",
+    "The KV cache grows with sequence length and batch size, and that memory caps how many requests fit at once.",
+    "Continuous batching lets a finished request leave and a new one join without waiting for the whole batch.",
+    "I would measure time to first token and time per output token separately, at the target request rate.",
+    "The tail matters more than the mean here, so I would report p50 and p99 with the load that produced them.",
+]
+TOKENS_PER_WORD = 1.35  # Qwen's tokenizer on this kind of English, measured on these sentences
+CHUNK_WORDS = 6  # the page sends the answer so far about every six words
+
+
+def answer_of(tokens: int) -> str:
+    words: list[str] = []
+    i = 0
+    while len(words) * TOKENS_PER_WORD < tokens:
+        words += SENTENCES[i % len(SENTENCES)].split()
+        i += 1
+    return " ".join(words[: int(tokens / TOKENS_PER_WORD)]).rstrip(",") + "."
+
+
+def first_token_after_send(it: Interview, answer: str) -> float:
+    it.submit(answer)
+    start = time.perf_counter()
+    for _ in it.advance():
+        return time.perf_counter() - start
+    return float("nan")
+
+
+def finish_followup(it: Interview) -> None:
+    for _ in it.advance():
+        pass
+
+
+def start_interview(rt: Runtime, owner: str) -> Interview:
+    it = Interview.start(rt.ports(owner), ["inference-deep-dive"], per_round=1)
+    it.advance_all()
+    return it
+
+
+def type_answer(it: Interview, port: ChatPort, answer: str) -> None:
+    words = answer.split()
+    for n in range(CHUNK_WORDS, len(words) + 1, CHUNK_WORDS):
+        it.prefill(" ".join(words[:n]) + " ")
+        if port.prefiller is not None:
+            port.prefiller.wait_idle(60)
+
+
+def bare_tail(port: ChatPort, cached: list[BaseMessage], final: list[BaseMessage]) -> float:
+    port.model.bind(max_tokens=1).invoke(cached)
+    start = time.perf_counter()
+    for _ in port.stream(final):
+        return time.perf_counter() - start
+    return float("nan")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default="qwen2.5-coder-1.5b", help="embedded model when no --base-url")
+    ap.add_argument("--base-url", default=None)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--lengths", type=int, nargs="+", default=[30, 150, 300])
+    ap.add_argument("--sessions", type=int, nargs="+", default=[1, 2, 4])
+    args = ap.parse_args()
+
+    data = Path(tempfile.mkdtemp(prefix="bench-prefill-"))
+    settings = load_settings(
+        data_dir=data, base_url=args.base_url, embedded_model=args.model, retrieval=False, max_tokens=48
+    )
+    rt = Runtime(settings)
+    port = rt.model(lambda m: print("  model:", m, file=sys.stderr))
+    if port.prefiller is None:
+        print("prefill is off for this server (not on loopback): nothing to compare", file=sys.stderr)
+        return 1
+    print(f"model: {port.name}")
+    rows: list[tuple[str, float, float, float]] = []
+    for tokens in args.lengths:
+        answer = answer_of(tokens)
+        plain, pre, bare = [], [], []
+        for rep in range(args.reps):
+            it = start_interview(rt, f"plain-{tokens}-{rep}")
+            port.prefiller.wait_idle(60)  # the question's prefetch is in
+            plain.append(first_token_after_send(it, answer))
+            finish_followup(it)
+            port.prefiller.wait_idle(60)
+
+            it = start_interview(rt, f"prefill-{tokens}-{rep}")
+            port.prefiller.wait_idle(60)
+            type_answer(it, port, answer)
+            q, level = it.question, it.level
+            assert q is not None
+            cached = it.prefill_messages(answer + " ") or []
+            pre.append(first_token_after_send(it, answer))
+            final = it.followup_messages(q, level + 1)
+            finish_followup(it)
+            port.prefiller.wait_idle(60)
+            bare.append(bare_tail(port, cached, final))
+        rows.append(
+            (
+                f"{tokens}-token answer",
+                statistics.median(plain),
+                statistics.median(pre),
+                statistics.median(bare),
+            )
+        )
+
+    print()
+    print(
+        f"{'first follow-up token after Send (median)':<30}{'prefetch only':>16}{'prefill':>12}{'bare tail':>12}{'prefill/bare':>14}"
+    )
+    for name, a, b, c in rows:
+        print(f"{name:<30}{a:>15.2f}s{b:>11.2f}s{c:>11.2f}s{b / c:>13.2f}x")
+
+    print()
+    print(f"{'sessions sending at once':<30}{'median':>10}{'max':>10}")
+    answer = answer_of(150)
+    for n in args.sessions:
+        its = [start_interview(rt, f"conc-{n}-{i}") for i in range(n)]
+        port.prefiller.wait_idle(60)
+        for it in its:
+            type_answer(it, port, answer)
+        times: list[float] = []
+        lock = threading.Lock()
+
+        def go(it: Interview, times: list[float] = times, lock: threading.Lock = lock) -> None:
+            t = first_token_after_send(it, answer)
+            with lock:
+                times.append(t)
+            finish_followup(it)
+
+        threads = [threading.Thread(target=go, args=(it,)) for it in its]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        port.prefiller.wait_idle(60)
+        print(f"{n:<30}{statistics.median(times):>9.2f}s{max(times):>9.2f}s")
+    rt.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,164 @@
+"""Rubric content the interviewer says out loud: hints, push asks and challenges never give the answer away.
+
+The interviewer reads a question's ``hint``, its why-steps' ``hint``, its ``push`` asks and its contradictions'
+``challenge`` to the candidate verbatim. None of them may share a run of five words (lower-cased, punctuation
+stripped) with what the candidate is graded on: the question's key points, its model answer, its why-steps'
+targets and key points, and its push steps' key points. The seeds' four classic wrong answers sit on the
+questions they belong to, and no question's own model answer or key points assert one of its wrong claims.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from interviewer.content import Question, load_bank
+from interviewer.scoring.claims import find_contradictions
+
+from .conftest import REPO
+
+RUN = 5
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+@pytest.fixture(scope="module")
+def bank():
+    return load_bank(REPO)
+
+
+def words(text: str) -> list[str]:
+    """Lower-cased words with punctuation (hyphens, quotes, slashes) stripped."""
+    return _WORD.findall(text.lower().replace("'", ""))
+
+
+def runs(text: str, n: int = RUN) -> set[tuple[str, ...]]:
+    w = words(text)
+    return {tuple(w[i : i + n]) for i in range(len(w) - n + 1)}
+
+
+def graded_text(q: Question) -> list[str]:
+    """Everything the candidate is scored against, which must never be read out to them."""
+    out = [*q.key_points, q.model_answer]
+    for step in q.why_chain:
+        out += [step.target, *step.key_points]
+    for p in q.push:
+        out += p.key_points
+    return out
+
+
+def spoken(q: Question) -> list[tuple[str, str]]:
+    """(where, text) for every authored line the interviewer says to the candidate."""
+    out: list[tuple[str, str]] = []
+    if q.hint:
+        out.append(("hint", q.hint))
+    for step in q.why_chain:
+        if step.hint:
+            out.append((f"why {step.level} hint", step.hint))
+    for i, p in enumerate(q.push):
+        out.append((f"push {i + 1}", p.ask))
+    for c in q.contradictions:
+        out.append((f"challenge '{c.name}'", c.challenge))
+    return out
+
+
+def leaks(q: Question) -> list[str]:
+    graded: set[tuple[str, ...]] = set()
+    for text in graded_text(q):
+        graded |= runs(text)
+    found = []
+    for where, text in spoken(q):
+        shared = runs(text) & graded
+        if shared:
+            found.append(f"{q.id} {where}: {' '.join(sorted(shared)[0])!r}")
+    return found
+
+
+def test_the_overlap_check_sees_a_leak_and_ignores_short_shared_words():
+    assert runs("What happens to the FIRST request, in that batch?") & runs(
+        "the first request in that batch waits"
+    )
+    assert not runs("what limits the kernel?") & runs("the kernel is memory-bound")
+    assert words("Don't sync-less") == ["dont", "sync", "less"]
+
+
+def test_no_hint_push_or_challenge_shares_five_words_with_what_is_graded(bank):
+    found = [leak for q in bank.questions.values() for leak in leaks(q)]
+    assert not found, "\n".join(found)
+
+
+def test_the_leak_check_fails_a_rubric_that_reads_out_its_own_key_point(bank):
+    q = bank.questions["case.stage-vs-end-to-end"]
+    leaky = q.model_copy(update={"hint": f"Think about this: {q.key_points[1]}."})
+    assert leaks(leaky) and not leaks(q)
+
+
+def test_every_contradiction_caps_a_criterion_the_question_has(bank):
+    for q in bank.questions.values():
+        names = {c.name for c in q.criteria}
+        for c in q.contradictions:
+            assert c.criterion is None or c.criterion in names, (q.id, c.name)
+            assert c.challenge.rstrip().endswith("?"), (q.id, c.name)
+            assert len(set(c.any_of)) == len(c.any_of), (q.id, c.name)
+
+
+def test_no_question_asserts_its_own_wrong_claims(bank):
+    """A phrasing that also matches the model answer or a key point would cap a correct answer."""
+    bad = []
+    for q in bank.questions.values():
+        for text in [q.model_answer, *q.key_points, *(kp for s in q.why_chain for kp in s.key_points)]:
+            for hit in find_contradictions(text, q.contradictions):
+                bad.append(f"{q.id}: '{hit.name}' matched in {hit.sentence!r}")
+    assert not bad, "\n".join(bad)
+
+
+CLASSIC = {
+    "case.stage-vs-end-to-end": "service twice as fast",
+    "inference.data.object-storage-rename": "renames are atomic",
+    "cpp.tiled-transpose": "fence-post on the last tile",
+    "case.async-timing-and-warmup": "timing without synchronisation",
+}
+
+
+@pytest.mark.parametrize("qid", sorted(CLASSIC))
+def test_the_seeds_classic_mistakes_sit_on_their_questions(bank, qid):
+    names = {c.name for c in bank.questions[qid].contradictions}
+    assert CLASSIC[qid] in names, (qid, sorted(names))
+
+
+def test_the_classic_mistakes_are_caught_when_asserted_and_not_when_denied(bank):
+    said = {
+        "case.stage-vs-end-to-end": (
+            "The new engine makes the service twice as fast.",
+            "The service is not 2x faster.",
+        ),
+        "inference.data.object-storage-rename": (
+            "Renames are atomic on S3, so readers never see half a directory.",
+            "Renames are not atomic on S3.",
+        ),
+        "cpp.tiled-transpose": (
+            "N is always a multiple of the tile size, so I just loop over N / T tiles.",
+            "I bound each tile with min(i + T, N), so the last partial tile is not skipped.",
+        ),
+        "case.async-timing-and-warmup": (
+            "I record time.time() before and after the call; the call returns when the GPU is done.",
+            "The call does not return when the GPU is done, so I synchronize before reading the clock.",
+        ),
+    }
+    for qid, (wrong, right) in said.items():
+        q = bank.questions[qid]
+        assert CLASSIC[qid] in {h.name for h in find_contradictions(wrong, q.contradictions)}, (qid, wrong)
+        assert CLASSIC[qid] not in {h.name for h in find_contradictions(right, q.contradictions)}, (
+            qid,
+            right,
+        )
+
+
+def test_coverage_of_contradictions_hints_and_push_steps(bank):
+    talk = [q for q in bank.questions.values() if not q.coding_task]
+    with_contradiction = sum(1 for q in talk if q.contradictions)
+    with_hint = sum(1 for q in talk if q.hint)
+    with_push = sum(1 for q in bank.questions.values() if q.push)
+    assert with_contradiction >= 3, with_contradiction
+    assert with_hint >= 0, with_hint
+    assert with_push >= 0, with_push
