@@ -21,7 +21,7 @@ from typing import Any, Literal, Protocol
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
-from interviewer import prompts
+from interviewer import listen, prompts
 from interviewer.content import Bank, Question, Round
 from interviewer.errors import InputError, InterviewerError, SessionNotFound
 from interviewer.scoring.models import KeyPointVerdict, QuestionScore
@@ -97,6 +97,9 @@ class Ports:
     answer_seconds: int | None = None  # optional per-answer timer
     max_answer_chars: int = 20_000
     owner: str = "local"
+    # Reads each answer before the follow-up (challenge, hint, redirect, clarify, go deeper); None: the two
+    # authored whys, whatever was said.
+    listener: listen.Listener | None = None
 
 
 # -- plan -----------------------------------------------------------------------------------------
@@ -179,11 +182,21 @@ def _to_second_person(text: str) -> str:
     return _THIRD_POSSESSIVE.sub("your", _THIRD_AUX.sub(aux, text))
 
 
+_PRAISE = re.compile(
+    r"^\s*(?:(?:great|good|nice|excellent|perfect|exactly|correct|right|absolutely|well done|awesome|"
+    r"that's (?:right|correct|great|a (?:great|good) \w+))\b[^.!?]*[.!]\s*)+",
+    re.I,
+)
+
+
 def clean_followup(raw: str) -> str:
     """The first question in the model's reply, without quotes, labels or trailing chatter, addressed to
     the candidate ("Why does the candidate assume X?" becomes "Why do you assume X?")."""
     text = raw.strip().strip('"').strip()
     text = re.sub(r"^(follow[- ]?up( question)?|interviewer|question)\s*[:\-]\s*", "", text, flags=re.I)
+    unpraised = _PRAISE.sub("", text)  # the engine acknowledges; the model never praises
+    if "?" in unpraised:
+        text = unpraised
     q = text.find("?")
     if q >= 0:
         text = text[: q + 1]
@@ -268,10 +281,13 @@ def replay(plan: dict[str, Any], events: Sequence[Any]) -> State:
         elif ev.kind == "answered":
             text = clean(p["text"])  # repairs sessions stored before text was cleaned at the boundary
             st.turns.append(Turn("candidate", text, p["qid"], p["level"], {**p, "text": text}))
-            st.answers.setdefault(p["qid"], []).append(text)
+            store_answer(st.answers.setdefault(p["qid"], []), p["level"], text)
             st.awaiting = "interviewer"
-            if p["level"] < 2:
-                st.level = p["level"] + 1
+            nxt = (p.get("plan") or {}).get("next_level")
+            if nxt is None:  # sessions from before the interviewer listened: two whys, then the next question
+                nxt = p["level"] + 1 if p["level"] < 2 else listen.PUSH_LEVEL + 1
+            if nxt <= listen.PUSH_LEVEL:
+                st.level = nxt
             else:
                 st.idx, st.level = st.plan.index(p["qid"]) + 1, 0
         elif ev.kind == "skipped":
@@ -281,7 +297,8 @@ def replay(plan: dict[str, Any], events: Sequence[Any]) -> State:
         elif ev.kind == "code_run":
             st.code_runs.setdefault(p["qid"], []).append(p["verdict"])
         elif ev.kind == "clarified":
-            st.turns.append(Turn("candidate", clean(p["question"]), p["qid"], st.level, {"clarify": True}))
+            meta = {"clarify": True, "via": p["via"]} if p.get("via") else {"clarify": True}
+            st.turns.append(Turn("candidate", clean(p["question"]), p["qid"], st.level, meta))
             st.turns.append(Turn("interviewer", p["reply"], p["qid"], st.level, {"clarify": True}))
         elif ev.kind == "paused":
             st.paused_at = ev.ts
@@ -292,6 +309,20 @@ def replay(plan: dict[str, Any], events: Sequence[Any]) -> State:
         elif ev.kind == "ended":
             st.awaiting, st.end_reason = "done", p["reason"]
     return st
+
+
+def store_answer(answers: list[str], level: int, text: str) -> None:
+    """Keep one answer per level (the scorer reads [0] main, [1] why 1, [2] why 2, [3] push).
+
+    A second answer at the same level (after a hint, a challenge or a redirect) joins the first; a level
+    skipped because an earlier answer already covered it holds that earlier answer.
+    """
+    if level < len(answers):
+        answers[level] = f"{answers[level]}\n{text}"
+        return
+    while len(answers) < level:
+        answers.append(answers[-1] if answers else "")
+    answers.append(text)
 
 
 def plan_bank(bank: Bank, plan: dict[str, Any]) -> Bank:
@@ -312,6 +343,7 @@ class Interview:
         self.state = state
         self.notice: str | None = None  # the last fault the candidate should know about
         self._references: dict[str, str] = {}
+        self._clarify_reply: str | None = None  # a question back, answered without advancing the turn
 
     # construction --------------------------------------------------------------------------------
     @classmethod
@@ -443,7 +475,14 @@ class Interview:
             self.state.awaiting, self.state.end_reason = "done", "completed"
             self.state.turns.append(Turn("interviewer", text, "", 0, {"closing": True}))
             return
-        if self.state.level == 0:
+        if self._clarify_reply is not None:
+            text, self._clarify_reply = self._clarify_reply, None
+            self.state.turns.append(Turn("interviewer", text, q.id, self.state.level, {"clarify": True}))
+            self.state.awaiting = "candidate"
+            yield text
+            return
+        plan = self._pending_plan(q)
+        if self.state.level == 0 and plan is None:
             q = self._skip_over_budget(q)
             if q is None:
                 yield from self.advance()
@@ -454,7 +493,25 @@ class Interview:
             # Score the previous question only now: the candidate already sees the next one.
             self._score_pending()
             return
-        yield from self._followup(q, self.state.level)
+        yield from self._followup(q, self.state.level, plan)
+
+    def _pending_plan(self, q: Question) -> dict[str, Any] | None:
+        """The move chosen with the last answer to ``q``, when the interviewer has not replied to it yet."""
+        if not self.state.turns:
+            return None
+        last = self.state.turns[-1]
+        if last.role != "candidate" or last.qid != q.id or last.meta.get("clarify"):
+            return None
+        plan = last.meta.get("plan")
+        return plan if isinstance(plan, dict) else None
+
+    def hints_used(self, qid: str) -> int:
+        """Graded hints given on a question (each costs points in scoring)."""
+        return sum(
+            1
+            for t in self.state.turns
+            if t.qid == qid and t.role == "interviewer" and t.meta.get("move") == "hint"
+        )
 
     # time budgets (a loop's rounds have minutes each; only answering time counts, so pauses are free) ---
     def round_budget(self, round_id: str) -> float | None:
@@ -517,23 +574,51 @@ class Interview:
             "Open the report for your scores, the evidence behind them and what to study next."
         )
 
-    def _followup(self, q: Question, level: int) -> Iterator[str]:
+    def _authored(self, q: Question, level: int) -> str:
+        """The authored question at ``level``: the main question, a why fallback, or the push step."""
+        if level == 0:
+            return q.question
+        if level <= 2:
+            return q.why(level).fallback
+        return q.push[0].ask if q.push else q.why(2).fallback
+
+    def _followup(self, q: Question, level: int, plan: dict[str, Any] | None = None) -> Iterator[str]:
+        plan = plan or {}
+        move = str(plan.get("move", "why"))
+        said = [t.text for t in self.state.turns if t.qid == q.id and t.role == "candidate"]
+        answer = said[-1] if said else ""
+        ack = str(plan["ack"]) if plan.get("ack") else ""
+        lead = f"{ack} " if ack else ""
+        carried = {k: v for k, v in plan.items() if k not in ("next_level", "move_text", "ack")}
+        if move not in ("why", "deepen"):
+            # Hint, invitation to guess, expand, redirect, challenge, push: authored text, decided offline.
+            text = str(plan.get("move_text") or self._authored(q, level))
+            meta: dict[str, Any] = {"source": "authored", **carried}
+            leaked = listen.leak(text, q, said, authored=True)
+            if leaked is not None:
+                meta["fallback_reason"] = f"leaks the rubric's wording ({leaked})"
+                meta["rejected"] = text[:MAX_FOLLOWUP_CHARS]
+                text = self._authored(q, level)
+            text = lead + text
+            self._record_asked(q, level, text, meta)
+            yield text
+            return
         step = q.why(level)
-        answers = self.state.answers.get(q.id, [])
-        answer = answers[-1] if answers else ""
         asked = [t.text for t in self.state.turns if t.qid == q.id and t.role == "interviewer"]
-        meta: dict[str, Any] = {"source": "fallback", "target": step.target}
+        meta = {"source": "fallback", "target": step.target, **carried}
         text = ""
         if self.ports.model is not None:
             messages = self.followup_messages(q, level)
             started = time.perf_counter()
             buf = ""
+            if lead:
+                yield lead.strip()  # the acknowledgement is decided before the model starts
             try:
                 for chunk in self.ports.model.stream(messages):
                     if not buf:
                         meta["first_token_s"] = round(time.perf_counter() - started, 3)
                     buf += chunk
-                    yield buf
+                    yield lead + buf
                     if "?" in buf or len(buf) > MAX_FOLLOWUP_CHARS * 2:
                         break  # one question is all we want; closing the stream stops generation
                 meta["model"] = self.ports.model.name
@@ -542,6 +627,12 @@ class Interview:
                 problem = followup_problem(
                     text, f"{step.target} {' '.join(step.key_points)} {q.question}", answer, asked
                 )
+                if problem is None:
+                    leaked = listen.leak(text, q, said)
+                    if leaked is not None:
+                        problem = f"leaks the rubric's wording ({leaked})"
+                    elif listen.quotes_too_much(text, " ".join(said)):
+                        problem = "quotes too much of the answer"
                 if problem is None:
                     meta["source"] = "model"
                 else:
@@ -559,6 +650,7 @@ class Interview:
             meta["fallback_reason"] = "no model configured"
         if meta["source"] != "model":
             text = step.fallback
+        text = lead + text
         self._record_asked(q, level, text, meta)
         yield text
 
@@ -699,15 +791,55 @@ class Interview:
             if self.ports.answer_seconds is not None:
                 payload["over_time"] = elapsed > self.ports.answer_seconds
         payload.update(extra or {})
+        level = self.state.level
+        # Read the answer before anything is asked (offline and cheap: no model call, no latency added).
+        heard = self.listen(q, level, answer)
+        if heard is None:
+            self.ports.store.append(self.session_id, "answered", payload, ts=now)
+            self.state.turns.append(Turn("candidate", answer, q.id, level, payload))
+            store_answer(self.state.answers.setdefault(q.id, []), level, answer)
+            self.state.awaiting = "interviewer"
+            if level < 2:
+                self.state.level = level + 1
+            else:
+                self.state.idx, self.state.level = self.state.idx + 1, 0  # scored in advance()
+            return
+        reading, plan = heard
+        if plan.move == "clarify":
+            # A question back: answered from the scenario facts; the turn stays open at the same level.
+            self._append("clarified", {"qid": q.id, "question": answer, "reply": plan.text, "via": "answer"})
+            self.state.turns.append(
+                Turn("candidate", answer, q.id, level, {"clarify": True, "via": "answer"})
+            )
+            self._clarify_reply = plan.text
+            self.state.awaiting = "interviewer"
+            return
+        payload["listen"] = reading.as_meta()
+        payload["plan"] = plan.as_meta()
         self.ports.store.append(self.session_id, "answered", payload, ts=now)
-        self.state.turns.append(Turn("candidate", answer, q.id, self.state.level, payload))
-        self.state.answers.setdefault(q.id, []).append(answer)
+        self.state.turns.append(Turn("candidate", answer, q.id, level, payload))
+        store_answer(self.state.answers.setdefault(q.id, []), level, answer)
         self.state.awaiting = "interviewer"
-        if self.state.level < 2:
-            self.state.level += 1
+        if plan.level <= listen.PUSH_LEVEL:
+            self.state.level = plan.level
         else:
             self.state.idx += 1
             self.state.level = 0  # the question is scored in advance(), once the next one is on screen
+
+    def listen(self, q: Question, level: int, answer: str) -> tuple[listen.Reading, listen.Plan] | None:
+        """Read ``answer`` (given at ``level``) against the rubric and choose the interviewer's next move.
+
+        None when the ports have no listener (the authored two whys follow whatever was said).
+        """
+        if self.ports.listener is None:
+            return None
+        turns = [t for t in self.state.turns if t.qid == q.id]
+        asked = next(
+            (t.text for t in reversed(turns) if t.role == "interviewer" and not t.meta.get("clarify")), ""
+        )
+        reading = self.ports.listener.read(q, level, answer, asked)
+        done = listen.done_from([(t.role, t.level, t.meta) for t in turns])
+        return reading, listen.choose(q, level, reading, done, answer, asked)
 
     def reply(self, text: str, mode: str = "typed") -> Iterator[str]:
         """Submit an answer and stream the interviewer's next message."""

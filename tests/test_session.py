@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from interviewer.errors import InputError, ModelTimeout, ModelUnavailable, StoreError
+from interviewer.listen import Listener
 from interviewer.llm.client import ChatPort
 from interviewer.llm.fake import ScriptedChatModel
 from interviewer.scoring.models import QuestionScore
@@ -39,6 +40,12 @@ class CountingScorer:
         return QuestionScore(question_id=question.id, overall=2.0, why_depth=min(2, len(answers) - 1))
 
 
+# Answers to fx.amdahl's main question and its two whys, each on its own level (none covers the next target).
+A0 = "Amdahl gives about 4.7x, and the serial part caps it at 10x."
+A1 = "It assumes the parallel part scales perfectly, with no contention for memory bandwidth."
+A2 = "Bandwidth saturates, so adding workers stops helping and the effective parallel fraction shrinks."
+
+
 def make_ports(bank, tmp_path: Path, model=None, **kw) -> Ports:
     port = ChatPort(model, name="scripted") if model is not None else None
     return Ports(bank=bank, store=SessionStore(tmp_path / "s.db"), model=port, **kw)
@@ -54,10 +61,11 @@ def drain(gen) -> str:
 def test_full_round_with_two_model_followups(fixture_bank, tmp_path):
     model = ScriptedChatModel().queue(
         "Which assumption about the parallel fraction does your 4.7x rely on?",
-        "Follow-up: what happens to the speedup when memory bandwidth saturates? And also tell me more.",
+        "Follow-up: as you add workers, where does the memory bandwidth go? And also tell me more.",
     )
     scorer = CountingScorer()
-    it = Interview.start(make_ports(fixture_bank, tmp_path, model, scorer=scorer), ["phone-screen"])
+    ports = make_ports(fixture_bank, tmp_path, model, scorer=scorer, listener=Listener())
+    it = Interview.start(ports, ["phone-screen"])
     opening = drain(it.advance())
     assert "Question 1 of 1" in opening and "90%" in opening
     assert it.awaiting == "candidate" and it.level == 0
@@ -67,7 +75,7 @@ def test_full_round_with_two_model_followups(fixture_bank, tmp_path):
     assert it.level == 1
     l2 = drain(it.reply("That the parallel part scales perfectly."))
     # Only the first question is kept, without the label and the trailing chatter.
-    assert l2 == "what happens to the speedup when memory bandwidth saturates?"
+    assert l2.endswith(" as you add workers, where does the memory bandwidth go?")
     assert it.level == 2
     closing = drain(it.reply("Workers stall on bandwidth so the speedup flattens."))
     assert it.finished and "end of this interview" in closing
@@ -133,7 +141,7 @@ def test_weak_model_output_falls_back_to_the_authored_wording(fixture_bank, tmp_
     it = Interview.start(make_ports(fixture_bank, tmp_path, model), ["phone-screen"])
     drain(it.advance())
     text = drain(it.reply("It is 4.7x because of the serial part."))
-    assert text == fixture_bank.get("fx.amdahl").why(1).fallback
+    assert text.endswith(fixture_bank.get("fx.amdahl").why(1).fallback)
     asked = [e.payload for e in it.ports.store.events(it.session_id) if e.kind == "asked"][-1]
     assert asked["source"] == "fallback" and asked["fallback_reason"] == reason
 
@@ -144,10 +152,10 @@ def test_model_faults_keep_the_session_alive(fixture_bank, tmp_path, error):
     it = Interview.start(make_ports(fixture_bank, tmp_path, model), ["phone-screen"])
     drain(it.advance())
     text = drain(it.reply("4.7x"))
-    assert text == fixture_bank.get("fx.amdahl").why(1).fallback
+    assert text.endswith(fixture_bank.get("fx.amdahl").why(1).fallback)
     assert it.notice and str(error) in it.notice
     # The next turn uses the model again once it is back.
-    assert drain(it.reply("perfect scaling")) == "What breaks when memory bandwidth saturates?"
+    assert drain(it.reply("perfect scaling")).endswith("What breaks when memory bandwidth saturates?")
 
 
 def test_real_seam_against_a_closed_port_reports_a_clear_error(fixture_bank, tmp_path):
@@ -162,7 +170,7 @@ def test_real_seam_against_a_closed_port_reports_a_clear_error(fixture_bank, tmp
     )
     drain(it.advance())
     text = drain(it.reply("4.7x"))
-    assert text == fixture_bank.get("fx.amdahl").why(1).fallback
+    assert text.endswith(fixture_bank.get("fx.amdahl").why(1).fallback)
     assert "no model server answers at http://127.0.0.1:9/v1" in (it.notice or "")
 
 
@@ -181,7 +189,7 @@ def test_adapter_crash_does_not_end_the_interview(fixture_bank, tmp_path):
     ports.model = BrokenPort()
     it = Interview.start(ports, ["phone-screen"])
     drain(it.advance())
-    assert drain(it.reply("4.7x")) == fixture_bank.get("fx.amdahl").why(1).fallback
+    assert drain(it.reply("4.7x")).endswith(fixture_bank.get("fx.amdahl").why(1).fallback)
     assert "failed unexpectedly" in (it.notice or "")
 
 
@@ -195,7 +203,7 @@ def test_empty_and_huge_answers_get_a_clear_message_and_change_nothing(fixture_b
         it.submit("x" * (1 << 20))
     assert len(it.ports.store.events(it.session_id)) == before
     assert it.awaiting == "candidate"
-    it.submit("fine now")
+    it.submit("About 4.7x, because the serial part caps it.")
     assert it.level == 1
 
 
@@ -235,9 +243,9 @@ def test_resume_after_crash_continues_at_the_last_completed_turn(fixture_bank, t
     ports = make_ports(fixture_bank, tmp_path, scorer=scorer)
     it = Interview.start(ports, ["phone-screen", "inference-case"], per_round=1)
     drain(it.advance())
-    it.submit("first answer")
+    it.submit(A0)
     drain(it.advance())
-    it.submit("second answer")
+    it.submit(A1)
     # "Crash": drop the object, reopen the database from scratch.
     ports2 = make_ports(fixture_bank, tmp_path, scorer=scorer)
     ports2.store = SessionStore(tmp_path / "s.db")
@@ -245,20 +253,20 @@ def test_resume_after_crash_continues_at_the_last_completed_turn(fixture_bank, t
     assert again.level == 2 and again.awaiting == "interviewer"
     assert [m["content"] for m in again.messages()] == [m["content"] for m in it.messages()]
     text = drain(again.advance())
-    assert text == fixture_bank.get("fx.amdahl").why(2).fallback
-    again.submit("third answer")
+    assert text.endswith(fixture_bank.get("fx.amdahl").why(2).fallback)
+    again.submit(A2)
     assert again.question is not None and again.question.id == "fx.stage-latency"
 
 
 def test_resume_scores_an_answer_whose_score_was_lost(fixture_bank, tmp_path):
     ports = make_ports(fixture_bank, tmp_path)  # no scorer: the score event never gets written
     it = Interview.start(ports, ["phone-screen"])
-    for a in ("a", "b", "c"):
+    for a in (A0, A1, A2):
         drain(it.advance())
         it.submit(a)
     scorer = CountingScorer()
     again = Interview.resume(make_ports(fixture_bank, tmp_path, scorer=scorer), it.session_id)
-    assert scorer.calls == [("fx.amdahl", ["a", "b", "c"])]
+    assert scorer.calls == [("fx.amdahl", [A0, A1, A2])]
     assert "fx.amdahl" in again.scores
 
 
@@ -369,10 +377,10 @@ def test_loop_time_budget_skips_the_rest_of_a_round_and_pause_keeps_the_clock(fi
         question_ids=["fx.amdahl", "fx.amdahl-2", "fx.stage-latency"],
         extra_plan={"round_minutes": {"phone-screen": 1}},
     )
-    for seconds in (20, 25):
+    for seconds, answer in ((20, A0), (25, A1)):
         it.advance_all()
         clock.t += seconds
-        it.submit("an answer")
+        it.submit(answer)
     it.pause()
     assert it.ports.store.get(it.session_id).status == "paused"
     clock.t += 3 * 86_400  # days later: a pause does not count against the round
@@ -381,7 +389,7 @@ def test_loop_time_budget_skips_the_rest_of_a_round_and_pause_keeps_the_clock(fi
     assert again.round_time_left() == pytest.approx(15)
     again.advance_all()
     clock.t += 30
-    again.submit("the last level, over budget now")
+    again.submit(A2)
     assert again.round_elapsed("phone-screen") == pytest.approx(75)
     text = again.advance_all()  # fx.amdahl-2 is skipped: the phone round's minute is spent
     assert "**Inference-optimization case.**" in text and again.question.id == "fx.stage-latency"

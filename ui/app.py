@@ -118,7 +118,7 @@ class App:
             else:
                 n, total = it.progress
                 q = it.question
-                level = ["main question", "why, level 1", "why, level 2"][it.level]
+                level = ["main question", "why, level 1", "why, level 2", "push further"][it.level]
                 parts.append(f"Question {n}/{total} ({q.round.title if q else ''}) · {level}")
         parts += [f"⚠ {notice}" for notice in self.rt.notices]  # shown to every candidate while it lasts
         if it is not None and it.notice:

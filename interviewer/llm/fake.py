@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
@@ -82,3 +83,14 @@ class ScriptedChatModel(BaseChatModel):
             yield ChatGenerationChunk(message=AIMessageChunk(content=""))
         for i in range(0, len(text), self.chunk_size):
             yield ChatGenerationChunk(message=AIMessageChunk(content=text[i : i + self.chunk_size]))
+
+
+_TARGET = re.compile(r"It must probe:\s*(.+?)\.\s*$", re.M)
+
+
+def leaky_followup(messages: Sequence[BaseMessage]) -> str:
+    """A follow-up that repeats the prompt's private why-target word for word: what a weak model does at its
+    worst. Queue it (or use it as a reply function) to exercise the engine's leak guard."""
+    text = str(messages[-1].content) if messages else ""
+    m = _TARGET.search(text)
+    return f"Can you walk me through {m.group(1).rstrip('.')}?" if m else "Why does that hold?"

@@ -1,0 +1,546 @@
+"""Reading an answer before asking: classify it against the rubric, then choose the interviewer's move.
+
+Every answer is read with cheap offline signals before the follow-up is generated, so listening adds no model
+call and the follow-up prompt keeps its cacheable prefix:
+
+- a question back to the interviewer ("do you mean prefill or decode?") is answered from the scenario facts
+  (:mod:`interviewer.clarify`) and the turn stays open;
+- "I don't know" gets one graded hint (the authored one; it is recorded on the turn and costs points), or an
+  invitation to guess when the rubric has none;
+- an answer too short to probe gets one request to expand; an off-topic answer is redirected once;
+- a classic wrong claim (the rubric's contradictions, read clause by clause by
+  :mod:`interviewer.scoring.claims`, plus a looser word match on the claim itself) is challenged by name,
+  quoting a few of the candidate's words, with the rubric's authored ``challenge``;
+- when the answer already covers the next why-target, that target is skipped (go one level deeper), and after
+  both whys are answered well an authored push step escalates.
+
+Nothing here talks to a model: :class:`Listener` reads, :func:`choose` decides, :func:`leak` and
+:func:`quotes_too_much` police whatever text the model or the rubric is about to show.
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+from interviewer.clarify import answer_clarification
+from interviewer.content.models import Question
+from interviewer.embeddings import Embedder
+
+# The shared clause reader: the scorer caps a criterion on the same reading the interviewer challenges.
+from interviewer.scoring.claims import clauses, contradictions_asserted
+
+Kind = Literal["asks_back", "idk", "too_short", "off_topic", "contradicts", "covered", "partial", "answer"]
+Move = Literal[
+    "clarify", "hint", "encourage", "expand", "redirect", "challenge", "deepen", "push", "why", "next"
+]
+
+PUSH_LEVEL = 3  # the level of an escalation (push) step, after why 1 and why 2
+STAYS: frozenset[str] = frozenset({"clarify", "hint", "encourage", "expand", "redirect", "challenge"})
+
+# -- words ----------------------------------------------------------------------------------------
+
+_STOP = frozenset(
+    (
+        "a an the and or but if then than that this these those is are was were be been being do does did "
+        "of to in on at by for with about into from as it its it's you your yours we our they their them he "
+        "she what which who whom why how when where would could should can will may might must shall not no "
+        "yes so such very just also more most less least any some each every other there here have has had "
+        "i me my mine one two question answer said say tell explain think guess really actually basically "
+        "like well know mean sure thing things lot get got make makes made use used using way ways because "
+        "only still even much many all both per via over under up down out off"
+    ).split()
+)
+_WORD = re.compile(r"[a-z0-9][a-z0-9+\-_.]*")
+_TOKEN = re.compile(r"[a-z0-9]+")
+
+
+_SUFFIX = re.compile(r"(?:ing|ed|es|s|ly)$")
+
+
+def _stem(word: str) -> str:
+    return (_SUFFIX.sub("", word) if len(word) > 4 else word)[:6]
+
+
+def stems(text: str) -> set[str]:
+    """Content-word stems of ``text`` (a common suffix dropped, then a 6-character prefix)."""
+    words = {w.strip(".-_") for w in _WORD.findall(text.lower().replace("’", "'"))}
+    return {_stem(w) for w in words if len(w) > 2 and w not in _STOP}
+
+
+def _words(text: str) -> list[str]:
+    return text.split()
+
+
+# -- reading signals ------------------------------------------------------------------------------
+
+_IDK = re.compile(
+    r"\b(?:i\s+(?:really\s+|honestly\s+|just\s+|simply\s+)?(?:do\s*not|don'?t|dont)\s+(?:really\s+)?know|no\s+idea|not\s+sure|no\s+clue|"
+    r"(?:can'?t|cannot|don'?t)\s+remember|i\s+give\s+up|not\s+familiar|never\s+(?:heard|seen|used)|"
+    r"i'?m\s+stuck|i\s+have\s+no\s+(?:idea|clue)|idk|pass)\b",
+    re.IGNORECASE,
+)
+_ASK_BACK = re.compile(
+    r"\b(?:do|did)\s+you\s+mean\b|\bwhat\s+do\s+you\s+mean\b|\b(?:can|could|should|may)\s+(?:i|we)\s+assume\b|"
+    r"\bare\s+we\s+(?:talking|assuming|optimi[sz]ing)\b|\bcould\s+you\s+(?:clarify|repeat|rephrase)\b|"
+    r"\bwhich\s+(?:one|case)\s+do\s+you\b|\bis\s+(?:it|that|this)\s+\w+\s+or\s+\w+\s*\?",
+    re.IGNORECASE,
+)
+# Non-committal replies with nothing to probe, whatever the topic ("It depends.", "Yes, probably.").
+_NONCOMMITTAL = re.compile(
+    r"^\W*(?:(?:it|that)\s+depends|yes|yeah|yep|no|nope|maybe|probably|possibly|perhaps|sure|ok(?:ay)?|"
+    r"right|correct|true|false|not really|kind of|sort of|i guess|i think so|i suppose|depends|fine)"
+    r"(?:[\s,;.!]+(?:yes|no|maybe|probably|possibly|perhaps|sure|really|so|i guess|i think|it depends|"
+    r"on the case|on the situation|on the context))*\W*$",
+    re.IGNORECASE,
+)
+_NEGATION = re.compile(
+    r"\b(?:not|no|never|none|neither|nor|without|cannot|false|myth|wrong|incorrect)\b|n't\b", re.IGNORECASE
+)
+_ATTRIBUTED = re.compile(
+    r"\b(?:people|folks|many|some|others|someone|they|juniors?|beginners?)\s+(?:\w+\s+)?"
+    r"(?:think|thinks|believe|believes|assume|assumes|say|says|claim|claims|expect|expects)\b|"
+    r"\b(?:common|classic|typical|usual)\s+(?:mistake|misconception|trap|myth)\b|\bmyth\b|\bcontrary to\b",
+    re.IGNORECASE,
+)
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+_DIGIT = re.compile(r"\d")
+
+COVERED_KP = 0.6  # a key point counts as covered when this share of its own content words is in the answer
+WELL = 0.5  # a why-target counts as covered when at least half its key points are
+MAX_QUOTE_WORDS = 8  # "a few" of the candidate's words
+MIN_WORDS = 4  # fewer words (and no number, no key point) is too short to probe
+OFF_TOPIC_SHARE = 0.25  # at most this share of the answer's topical words on the rubric's vocabulary
+OFF_TOPIC_COSINE = 0.2
+GENERIC_SHARE = 0.1  # a word in this share of the bank's rubrics carries no topic  # with an embedder: below this similarity to the question and its key points
+
+
+def sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENTENCE.split(text or "") if s and s.strip()]
+
+
+CoverageFn = Callable[[str, Sequence[str], str], list[float]]
+
+
+def lexical_coverage(answer: str, key_points: Sequence[str], question: str) -> list[float]:
+    """Per key point, the share of its content words (beyond what the question already says) in the answer."""
+    said = stems(answer)
+    asked = stems(question)
+    out: list[float] = []
+    for kp in key_points:
+        own = stems(kp)
+        new = own - asked or own
+        out.append(len(new & said) / len(new) if new else 0.0)
+    return out
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What an answer does, read offline: its kind, how much of each why-target it covers, and a quote."""
+
+    kind: Kind
+    covers: dict[int, float] = field(default_factory=dict)  # why level -> share of its key points covered
+    hit: Any = None  # a ContradictionHit when the answer asserts a classic wrong claim
+    quote: str = ""  # a few of the candidate's own words
+    relevance: float = 1.0
+    reason: str = ""
+    main: float = 0.0  # share of the question's own key points covered
+
+    def as_meta(self) -> dict[str, Any]:
+        meta: dict[str, Any] = {
+            "kind": self.kind,
+            "covers": {str(k): round(v, 2) for k, v in self.covers.items()},
+            "relevance": round(self.relevance, 3),
+            "main": round(self.main, 2),
+        }
+        if self.hit is not None:
+            meta["contradiction"] = self.hit.name
+        if self.quote:
+            meta["quote"] = self.quote
+        if self.reason:
+            meta["reason"] = self.reason
+        return meta
+
+
+def _quote(sentence: str, phrase: str | None = None, about: str = "") -> str:
+    """At most :data:`MAX_QUOTE_WORDS` of the candidate's words: where ``phrase`` starts, else the window
+    that says most of ``about`` (the claim), else the sentence's start."""
+    words = _words(sentence.strip().rstrip(".!?;:,"))
+    if len(words) <= MAX_QUOTE_WORDS:
+        return " ".join(words)
+    start = -1
+    if phrase:
+        first = _TOKEN.findall(phrase.lower())
+        low = [" ".join(_TOKEN.findall(w.lower())) for w in words]
+        for i, w in enumerate(low):
+            if first and w == first[0]:
+                start = max(0, min(i - 1, len(words) - MAX_QUOTE_WORDS))
+                break
+    if start < 0 and about:
+        want = stems(about)
+        hits = [bool(stems(w) & want) for w in words]
+        best = max(range(len(words) - MAX_QUOTE_WORDS + 1), key=lambda i: sum(hits[i : i + MAX_QUOTE_WORDS]))
+        start = best
+        while start < len(words) - 1 and not hits[start] and sum(hits[start + 1 :]) >= sum(hits[start:]):
+            start += 1  # begin at the claim's first word, not at a lead-in ("To be clear, ...")
+    return " ".join(words[max(0, start) : max(0, start) + MAX_QUOTE_WORDS]).strip(",;:")
+
+
+@dataclass
+class _ClaimHit:
+    """A claim matched by the looser word-overlap reading (same fields the engine uses from ContradictionHit)."""
+
+    name: str
+    claim: str
+    criterion: str | None
+    sentence: str
+    challenge: str
+
+
+def _loose_claims(answer: str, question: Question, found: set[str]) -> list[_ClaimHit]:
+    """Claims asserted in other words: most of the claim's content words in one plain, unnegated sentence."""
+    out: list[_ClaimHit] = []
+    asked = stems(question.question)
+    for c in question.contradictions:
+        if c.name in found:
+            continue
+        claim = stems(c.claim)
+        own = claim - asked  # the claim's words beyond the question's: the part that makes it a claim
+        if len(claim) < 3 or not own:
+            continue
+        polarity = len(_NEGATION.findall(c.claim)) % 2  # "no synchronisation is needed" carries its own "no"
+        for clause in clauses(answer):  # per clause: "X; BatchNorm instead reduces over the batch" is two
+            if clause.question or len(_NEGATION.findall(clause.text)) % 2 != polarity:
+                continue
+            if _ATTRIBUTED.search(clause.sentence):  # "people think X": someone else's view, not a claim
+                continue
+            said = stems(clause.text)
+            need = 1.0 if len(own) <= 3 else 0.75
+            if len(claim & said) / len(claim) >= 0.75 and len(own & said) / len(own) >= need:
+                out.append(_ClaimHit(c.name, c.claim, c.criterion, clause.sentence, c.challenge))
+                break
+    return out
+
+
+class Listener:
+    """Reads answers against a question's rubric. Offline and cheap; an embedder only sharpens off-topic."""
+
+    def __init__(
+        self,
+        embedder: Embedder | None = None,
+        coverage: CoverageFn | None = None,
+        neighbours: Sequence[Question] = (),
+    ) -> None:
+        self.embedder = embedder
+        self.coverage = coverage or lexical_coverage
+        self._vocab: dict[str, set[str]] = {}
+        # The bank's questions: words in many rubrics ("time", "three", "spent") say nothing about topic.
+        self._neighbours = list(neighbours)
+        self._generic: set[str] | None = None
+
+    def _generic_words(self) -> set[str]:
+        if self._generic is None:
+            df: dict[str, int] = {}
+            for q in self._neighbours:
+                for w in self._rubric_vocab(q):
+                    df[w] = df.get(w, 0) + 1
+            cut = max(3, GENERIC_SHARE * len(self._neighbours))
+            self._generic = {w for w, n in df.items() if n >= cut}
+        return self._generic
+
+    def _rubric_vocab(self, q: Question) -> set[str]:
+        if q.id not in self._vocab:
+            parts = [q.question, *q.variants, *q.key_points, q.model_answer, *q.common_mistakes, q.topic]
+            for s in q.why_chain:
+                parts += [s.target, s.fallback, *s.key_points, s.hint or ""]
+            for p in q.push:
+                parts += [p.ask, *p.key_points]
+            for c in q.contradictions:
+                parts += [c.claim, *c.any_of]
+            if q.scenario:
+                parts += [f"{k} {v}" for k, v in q.scenario.facts.items()] + list(q.scenario.candidate_call)
+            self._vocab[q.id] = stems(" ".join(parts).replace("-", " ")) | stems(" ".join(parts))
+        return self._vocab[q.id]
+
+    def relevance(self, q: Question, answer: str, asked: str = "") -> float:
+        """Share of the answer's content words that belong to the question's rubric (or the last question)."""
+        said = (stems(answer.replace("-", " ")) | stems(answer)) - self._generic_words()
+        if not said:
+            return 0.0
+        vocab = self._rubric_vocab(q) | stems(asked)
+        lexical = len(said & vocab) / len(said)
+        if self.embedder is None:
+            return lexical
+        vecs = self.embedder.embed([answer, f"{q.question}\n" + "\n".join(q.key_points)])
+        cosine = float(np.dot(vecs[0], vecs[1]))
+        # Either signal saying "on topic" is enough: redirecting a relevant answer is the worse mistake.
+        return max(lexical, cosine / OFF_TOPIC_COSINE * OFF_TOPIC_SHARE)
+
+    def read(self, q: Question, level: int, answer: str, asked: str = "") -> Reading:
+        """Classify ``answer``, given at ``level`` (0 main, 1-2 whys, 3 push), to the interviewer's ``asked``."""
+        text = answer.strip()
+        words = _words(text)
+        sents = sentences(text)
+        covers: dict[int, float] = {}
+        for step in q.why_chain:
+            fractions = self.coverage(text, step.key_points, q.question)
+            covers[step.level] = sum(f >= COVERED_KP for f in fractions) / len(fractions)
+        question_sents = [s for s in sents if s.endswith("?")]
+        statement_words = sum(len(_words(s)) for s in sents if not s.endswith("?"))
+        if question_sents and (statement_words < 6 or (_ASK_BACK.search(text) and len(words) <= 40)):
+            return Reading("asks_back", covers, quote=_quote(question_sents[0]), reason="a question back")
+        idk = _IDK.search(text)
+        if idk is not None and len(stems(_IDK.sub(" ", text))) < 5:
+            return Reading("idk", covers, quote=_quote(text), reason=f"says '{idk.group(0)}'")
+        main_cover = self.coverage(text, q.key_points, q.question)
+        touches = any(f >= 0.5 for f in main_cover) or any(v > 0 for v in covers.values())
+        on_rubric = bool(stems(text) & (self._rubric_vocab(q) | stems(asked)))
+        vague = bool(_NONCOMMITTAL.match(text))
+        if vague or (len(words) < MIN_WORDS and not _DIGIT.search(text) and not touches and not on_rubric):
+            # "It depends.", "Yes.": nothing to probe yet. A terse but topical "bandwidth saturates" is probed.
+            return Reading("too_short", covers, quote=_quote(text), reason=f"{len(words)} word(s)")
+        relevance = self.relevance(q, text, asked)
+        if len(stems(text) - self._generic_words()) >= 4 and relevance < OFF_TOPIC_SHARE and not touches:
+            return Reading(
+                "off_topic",
+                covers,
+                quote=_quote(sents[0] if sents else text),
+                relevance=relevance,
+                reason=f"{relevance:.2f} of its content words are about this question",
+            )
+        hits: list[Any] = list(contradictions_asserted(text, q))
+        hits += _loose_claims(text, q, {h.name for h in hits})
+        if hits:
+            hit = hits[0]
+            phrase = next((p for c in q.contradictions if c.name == hit.name for p in c.any_of), None)
+            return Reading(
+                "contradicts",
+                covers,
+                hit=hit,
+                quote=_quote(hit.sentence, phrase, hit.claim),
+                relevance=relevance,
+                reason=f"asserts '{hit.claim}'",
+            )
+        nxt = level + 1
+        main = sum(f >= COVERED_KP for f in main_cover) / len(main_cover)
+        if nxt in covers and covers[nxt] >= WELL:
+            return Reading(
+                "covered", covers, relevance=relevance, reason=f"covers why {nxt} already", main=main
+            )
+        if touches:
+            return Reading("partial", covers, relevance=relevance, main=main)
+        return Reading("answer", covers, relevance=relevance, main=main)
+
+
+# -- choosing the move ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Done:
+    """What already happened on this question (read from the turns' meta, so a resumed session agrees)."""
+
+    hinted: frozenset[int] = frozenset()  # levels where a hint (or an invitation to guess) was given
+    hints_used: int = 0
+    expanded: frozenset[int] = frozenset()
+    redirected: bool = False
+    challenged: frozenset[str] = frozenset()
+    well: frozenset[int] = frozenset()  # why levels answered well (or covered before they were asked)
+
+
+def done_from(turn_metas: Sequence[tuple[str, int, dict[str, Any]]]) -> Done:
+    """Build :class:`Done` from ``(role, level, meta)`` of one question's turns."""
+    hinted: set[int] = set()
+    expanded: set[int] = set()
+    challenged: set[str] = set()
+    well: set[int] = set()
+    hints = 0
+    redirected = False
+    for role, level, meta in turn_metas:
+        move = meta.get("move")
+        if role == "interviewer":
+            if move in ("hint", "encourage"):
+                hinted.add(level)
+                hints += move == "hint"
+            elif move == "expand":
+                expanded.add(level)
+            elif move == "redirect":
+                redirected = True
+            elif move == "challenge" and meta.get("contradiction"):
+                challenged.add(str(meta["contradiction"]))
+        else:
+            listen = meta.get("listen") or {}
+            for lvl, share in (listen.get("covers") or {}).items():
+                if int(lvl) >= level and float(share) >= WELL and listen.get("kind") not in ("contradicts",):
+                    well.add(int(lvl))
+    return Done(
+        frozenset(hinted), hints, frozenset(expanded), redirected, frozenset(challenged), frozenset(well)
+    )
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The interviewer's next move: which level it asks at, and its authored text when it has one."""
+
+    move: Move
+    level: int  # the level of the next interviewer turn (PUSH_LEVEL + 1: the next question)
+    text: str | None = (
+        None  # authored text to show (hint, challenge, ...); None: a why-follow-up at ``level``
+    )
+    ack: str | None = None  # a one-clause acknowledgement before the question
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def stays(self) -> bool:
+        return self.move in STAYS
+
+    def as_meta(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"move": self.move, "next_level": self.level}
+        if self.text is not None:
+            out["move_text"] = self.text
+        if self.ack:
+            out["ack"] = self.ack
+        out.update(self.meta)
+        return out
+
+
+# Only after an answer that got somewhere: "OK." before every follow-up is filler, not listening.
+_ACKS = ("Right.", "OK, that makes sense.", "Fair enough.")
+
+
+def acknowledgement(reading: Reading, answer: str, level: int) -> str | None:
+    """A one-clause acknowledgement a human would give: after an answer that covers at least half of what
+    was asked (the question's key points, or this why's). None otherwise, and never for a wrong claim."""
+    if reading.kind not in ("covered", "partial"):
+        return None
+    share = reading.main if level == 0 else reading.covers.get(level, 0.0)
+    if share < WELL:
+        return None
+    return _ACKS[zlib.crc32(answer.encode("utf-8")) % len(_ACKS)]
+
+
+def _after(q: Question, level: int, reading: Reading, done: Done) -> tuple[Move, int]:
+    """The next level once this answer moves the question on: skip covered why-targets, push when earned."""
+    nxt = level + 1
+    skipped = False
+    while nxt <= 2 and (reading.covers.get(nxt, 0.0) >= WELL or nxt in done.well):
+        nxt += 1
+        skipped = True
+    if nxt <= 2:
+        return ("deepen" if skipped else "why"), nxt
+    if level < PUSH_LEVEL and q.push:
+        well = set(done.well) | {lvl for lvl, share in reading.covers.items() if share >= WELL}
+        if reading.kind not in ("idk", "off_topic", "too_short", "contradicts") and {1, 2} <= well:
+            return "push", PUSH_LEVEL
+    return "next", PUSH_LEVEL + 1
+
+
+def choose(q: Question, level: int, reading: Reading, done: Done, answer: str, asked: str = "") -> Plan:
+    """The move after an answer at ``level``, from its :class:`Reading` and what was already done."""
+    last = asked if level > 0 and asked else q.question  # the opening carries a header; re-ask plainly
+    if reading.kind == "asks_back":
+        return Plan("clarify", level, answer_clarification(q, answer[:1000]))
+    if reading.kind == "idk" and level not in done.hinted:
+        hint = q.hint if level == 0 else (q.why(level).hint if level <= 2 else None)
+        if hint:
+            n = done.hints_used + 1
+            text = f"That's fine; here's a hint: {hint.strip()} Where does that take you?"
+            return Plan("hint", level, text, meta={"hint_level": level, "hints_used": n})
+        return Plan("encourage", level, "That's fine. What would your best guess be, and why?")
+    if reading.kind == "too_short" and level not in done.expanded:
+        return Plan("expand", level, "Could you say a bit more: what's your reasoning there?")
+    if reading.kind == "off_topic" and not done.redirected:
+        return Plan("redirect", level, f"Let's stay on the question I asked. {last}")
+    if reading.kind == "contradicts" and reading.hit is not None and reading.hit.name not in done.challenged:
+        text = f"You said \u201c{reading.quote}\u201d. {reading.hit.challenge.strip()}"
+        return Plan("challenge", level, text, meta={"contradiction": reading.hit.name})
+    move, nxt = _after(q, level, reading, done)
+    ack = acknowledgement(reading, answer, level)
+    if move == "deepen":
+        ack = "That already answers what I was going to ask next."
+    if move == "push":
+        push = q.push[0]
+        lead = "You've reasoned that through; let's push it further." if reading.kind != "answer" else None
+        return Plan("push", nxt, push.ask, ack=lead, meta={"push": 0, "push_kind": push.kind})
+    return Plan(move, nxt, None, ack=ack if move != "next" else None)
+
+
+# -- what may be shown ----------------------------------------------------------------------------
+
+LEAK_N = 5
+
+
+def _ngrams(text: str, n: int = LEAK_N) -> set[tuple[str, ...]]:
+    tokens = _TOKEN.findall(text.lower().replace("-", " "))
+    return {tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1)}
+
+
+def rubric_texts(q: Question) -> list[str]:
+    """The rubric's private wording: key points, model answer, why-targets, push key points, wrong claims."""
+    out = [*q.key_points, q.model_answer, *q.common_mistakes]
+    for s in q.why_chain:
+        out += [s.target, *s.key_points]
+    for p in q.push:
+        out += list(p.key_points)
+    out += [c.claim for c in q.contradictions]
+    return out
+
+
+def shown_texts(q: Question) -> list[str]:
+    """Everything the rubric's author wrote to be shown: the question, variants, fallbacks, hints, challenges."""
+    out = [q.question, *q.variants, q.hint or ""]
+    for s in q.why_chain:
+        out += [s.fallback, s.hint or ""]
+    out += [c.challenge for c in q.contradictions] + [p.ask for p in q.push]
+    if q.scenario is not None:
+        out += [f"{k}: {v}" for k, v in q.scenario.facts.items()] + list(q.scenario.candidate_call)
+    return [t for t in out if t]
+
+
+def leak(text: str, q: Question, said: Sequence[str] = (), *, authored: bool = False) -> str | None:
+    """The first 5-word run ``text`` shares with the rubric's private wording, or None.
+
+    Runs the question (and its variants) or the candidate's own words contain are not leaks. With
+    ``authored`` (a fallback, hint, challenge or push ask shown as written), neither are runs the other authored
+    shown texts contain: a set-up such as "a block of 1024 threads" may be in both. A model's text gets no such
+    allowance: echoing the why-target is a leak even where a fallback shares its words.
+    """
+    grams = _ngrams(text)
+    if not grams:
+        return None
+    allowed: set[tuple[str, ...]] = set()
+    for t in (*(shown_texts(q) if authored else (q.question, *q.variants)), *said):
+        allowed |= _ngrams(t)
+    grams -= allowed
+    if not authored:
+        # A target of mostly small words ("what breaks when it is full") has few telling runs: an echo of most
+        # of its words, with a 4-word run of it, is still the internal wording.
+        for target in (s.target for s in q.why_chain):
+            want = stems(target)
+            if len(want) >= 2 and len(want & stems(text)) >= 0.8 * len(want):
+                run = (_ngrams(text, 4) & _ngrams(target, 4)) - set().union(*(_ngrams(t, 4) for t in said))
+                if run:
+                    return " ".join(sorted(run)[0])
+    grams = {g for g in grams if _telling(g)}
+    for src in rubric_texts(q):
+        common = grams & _ngrams(src)
+        if common:
+            return " ".join(sorted(common)[0])
+    return None
+
+
+def _telling(gram: tuple[str, ...]) -> bool:
+    """A run says something only with 3+ content words ("what happens to the speedup" is just a question)."""
+    return sum(1 for w in gram if w not in _STOP and w not in _QUESTION_WORDS) >= 3
+
+
+_QUESTION_WORDS = frozenset("happens happen change changes go goes look looks".split())
+
+
+def quotes_too_much(text: str, answer: str, limit: int = MAX_QUOTE_WORDS) -> bool:
+    """Whether ``text`` copies more than ``limit`` consecutive words of the candidate's answer."""
+    return bool(_ngrams(text, limit + 1) & _ngrams(answer, limit + 1))

@@ -1,0 +1,369 @@
+"""An interviewer that listens: each answer is read offline and the next move reacts to it (fake model)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from interviewer.content import Bank, Question
+from interviewer.listen import (
+    MAX_QUOTE_WORDS,
+    Done,
+    Listener,
+    choose,
+    leak,
+    quotes_too_much,
+)
+from interviewer.llm.client import ChatPort
+from interviewer.llm.fake import ScriptedChatModel
+from interviewer.scoring.models import QuestionScore
+from interviewer.session import Interview, Ports, clean_followup
+from interviewer.store import SessionStore
+
+WHY1_TARGET = "the assumption that every request in a batch arrives at the same moment"
+WHY2_TARGET = "what happens to the first request when the batch waits to fill"
+KEY_POINT = "batching raises throughput because the weights are read once per step for the whole batch"
+
+
+def batching(**update) -> Question:
+    data = {
+        "id": "t.batching",
+        "round": "inference-deep-dive",
+        "topic": "batching",
+        "difficulty": 2,
+        "question": "Your decode service serves one request at a time. What does batching change, and for whom?",
+        "key_points": [
+            KEY_POINT,
+            "a request that waits for the batch to fill pays queueing delay in its time to first token",
+        ],
+        "criteria": [{"name": "latency", "levels": {0: "none", 2: "some", 4: "all"}}],
+        "why_chain": [
+            {
+                "level": 1,
+                "target": WHY1_TARGET,
+                "key_points": ["requests arrive spread out over time", "the scheduler waits for stragglers"],
+                "fallback": "What are you assuming about when the requests in one batch arrive?",
+                "hint": "Picture the very first request of the day landing on an idle server.",
+            },
+            {
+                "level": 2,
+                "target": WHY2_TARGET,
+                "key_points": ["the early request queues until the batch fills", "its tail latency grows"],
+                "fallback": "If the server holds a batch open for stragglers, who pays for that wait?",
+            },
+        ],
+        "hint": "Think about what the GPU reads from memory for every generated token.",
+        "push": [
+            {
+                "kind": "constraint",
+                "ask": "Traffic grows tenfold overnight; what do you change first, and why?",
+                "key_points": ["larger batches until the latency budget is hit"],
+            }
+        ],
+        "contradictions": [
+            {
+                "name": "batching lowers every latency",
+                "claim": "batching lowers the latency of every request",
+                "any_of": [
+                    "batching lowers every request's latency",
+                    "batching reduces latency for all requests",
+                ],
+                "criterion": "latency",
+                "challenge": "What happens to the first request that lands in an empty batch?",
+            }
+        ],
+        "scenario": {
+            "facts": {
+                "phase": "decode only: prefill runs on a separate pool",
+                "traffic": "200 requests/s at peak",
+            },
+            "candidate_call": ["the maximum batch size"],
+        },
+        "model_answer": (
+            "Batching amortises the weight reads over the batch, so throughput rises, but a request that waits "
+            "for the batch to fill pays queueing delay in its time to first token."
+        ),
+        "knowledge": ["knowledge/inference-deep-dive/batching.md"],
+    }
+    data.update(update)
+    return Question.model_validate(data)
+
+
+class CountingScorer:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, list[str]]] = []
+
+    def score(self, question, answers, code_verdict_passed=None) -> QuestionScore:
+        self.calls.append((question.id, list(answers)))
+        return QuestionScore(question_id=question.id, overall=2.0, why_depth=0)
+
+
+def interview(tmp_path: Path, q: Question | None = None, model=None, scorer=None) -> Interview:
+    q = q or batching()
+    bank = Bank(root=tmp_path, questions={q.id: q})
+    port = ChatPort(model, name="scripted") if model is not None else None
+    ports = Ports(
+        bank=bank, store=SessionStore(tmp_path / "s.db"), model=port, scorer=scorer, listener=Listener()
+    )
+    it = Interview.start(ports, ["inference-deep-dive"], question_ids=[q.id])
+    it.advance_all()
+    return it
+
+
+def say(it: Interview, answer: str) -> str:
+    it.submit(answer)
+    return it.advance_all()
+
+
+def last_asked(it: Interview) -> dict:
+    return [e.payload for e in it.ports.store.events(it.session_id) if e.kind == "asked"][-1]
+
+
+SOLID_MAIN = (
+    "Batching lets one weight read serve many requests, so throughput goes up; a request that waits for "
+    "the batch to fill pays queueing delay before its first token."
+)
+
+
+# -- reading ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("answer", "kind"),
+    [
+        ("Do you mean prefill or decode?", "asks_back"),
+        ("Before I answer: can I assume traffic is steady, or does it spike?", "asks_back"),
+        ("I don't know.", "idk"),
+        ("Honestly no idea, sorry.", "idk"),
+        ("It depends.", "too_short"),
+        (
+            "We tracked everything in Jira tickets and held daily standups during two-week sprints.",
+            "off_topic",
+        ),
+        ("I am sure batching lowers every request's latency, so it is always a win.", "contradicts"),
+        ("Throughput is better and batching lowers the latency of every request too.", "contradicts"),
+        (SOLID_MAIN, "partial"),
+        ("Weights get read once for the whole batch, so tokens per second rise.", "partial"),
+    ],
+)
+def test_answers_are_read_offline_into_kinds(answer, kind):
+    assert Listener().read(batching(), 0, answer).kind == kind
+
+
+def test_a_denied_or_attributed_wrong_claim_is_not_a_contradiction():
+    lis = Listener()
+    q = batching()
+    assert (
+        lis.read(q, 0, "It is not true that batching lowers every request's latency.").kind != "contradicts"
+    )
+    assert lis.read(q, 0, "People think batching lowers every request's latency; it does not.").kind != (
+        "contradicts"
+    )
+
+
+def test_an_attempt_that_starts_unsure_is_an_answer_not_i_dont_know():
+    reading = Listener().read(
+        batching(), 0, "I'm not sure, but batching reads the weights once per step for the whole batch."
+    )
+    assert reading.kind in ("partial", "covered")
+
+
+def test_an_answer_that_covers_the_next_target_is_read_as_covered():
+    answer = (
+        SOLID_MAIN
+        + " That assumes requests arrive spread out over time and the scheduler waits for stragglers."
+    )
+    reading = Listener().read(batching(), 0, answer)
+    assert reading.kind == "covered" and reading.covers[1] == 1.0
+
+
+# -- moves, through the engine --------------------------------------------------------------------
+
+
+def test_a_confident_wrong_claim_is_challenged_by_name_with_a_few_of_the_candidates_words(tmp_path):
+    model = ScriptedChatModel()
+    it = interview(tmp_path, model=model)
+    text = say(
+        it, "Easy: in practice batching lowers every request's latency, so we always batch as much as we can."
+    )
+    assert text.startswith("You said \u201c") and "What happens to the first request" in text
+    quoted = text.split("\u201c")[1].split("\u201d")[0]
+    assert "batching lowers every request's latency" in quoted and len(quoted.split()) <= MAX_QUOTE_WORDS
+    assert not any(p in text.lower() for p in ("great", "good", "right.", "correct"))  # no praise
+    assert it.level == 0 and model.calls == []  # the challenge stays on the turn; no model call for it
+    meta = last_asked(it)
+    assert meta["move"] == "challenge" and meta["contradiction"] == "batching lowers every latency"
+    # Insisting does not loop: the same claim is not challenged twice; the why-chain goes on.
+    again = say(it, "Still, batching lowers every request's latency in my experience with servers.")
+    assert last_asked(it)["move"] == "why" and it.level == 1 and "You said" not in again
+
+
+def test_a_covered_why_target_is_not_asked_again_and_strong_candidates_get_a_push(tmp_path):
+    scorer = CountingScorer()
+    model = ScriptedChatModel().queue("If those stragglers never come, who waits for the batch to fill?")
+    it = interview(tmp_path, model=model, scorer=scorer)
+    main = (
+        SOLID_MAIN
+        + " That assumes requests arrive spread out over time and the scheduler waits for stragglers."
+    )
+    text = say(it, main)
+    assert it.level == 2 and last_asked(it)["move"] == "deepen"  # why 1 is already answered: skip it
+    assert text.startswith("That already answers what I was going to ask next.")
+    assert f"probe: {WHY2_TARGET}" in model.calls[0][1].content  # the model is asked about why 2, not why 1
+    push = say(it, "The early request queues until the batch fills, so its tail latency grows.")
+    assert it.level == 3 and last_asked(it)["move"] == "push"
+    assert push.endswith("Traffic grows tenfold overnight; what do you change first, and why?")
+    closing = say(it, "Larger batches until the latency budget is hit, then more replicas.")
+    assert it.finished and "end of this interview" in closing
+    # The scorer still reads [main, why 1, why 2]: the skipped why 1 is credited to the answer that covered it.
+    assert scorer.calls[0][1][:3] == [
+        main,
+        main,
+        "The early request queues until the batch fills, so its tail latency grows.",
+    ]
+
+
+def test_no_push_without_authored_steps_or_without_two_good_whys(tmp_path):
+    it = interview(tmp_path, q=batching(push=[]))
+    say(it, SOLID_MAIN)
+    say(it, "Requests arrive spread out over time and the scheduler waits for stragglers.")
+    say(it, "The early request queues until the batch fills and its tail latency grows.")
+    assert it.finished
+    it2 = interview(tmp_path / "b")
+    say(it2, SOLID_MAIN)
+    say(it2, "Hmm, the GPU is fast with memory reads, the batching helps the weights.")
+    say(it2, "The early request queues until the batch fills and its tail latency grows.")
+    assert it2.finished  # why 1 was not answered well: no escalation
+
+
+def test_i_dont_know_gets_one_graded_hint_recorded_on_the_turn(tmp_path):
+    it = interview(tmp_path)
+    text = say(it, "I don't know.")
+    assert "Think about what the GPU reads from memory for every generated token." in text
+    assert text.startswith("That's fine") and it.level == 0
+    meta = last_asked(it)
+    assert meta["move"] == "hint" and meta["hints_used"] == 1 and meta["hint_level"] == 0
+    assert it.hints_used("t.batching") == 1
+    say(it, "No idea still.")  # a second "I don't know" is not hinted again: the interview moves on
+    assert it.level == 1 and it.hints_used("t.batching") == 1
+    hint2 = say(it, "I really don't know.")
+    assert "Picture the very first request" in hint2 and it.hints_used("t.batching") == 2
+    assert last_asked(it)["hint_level"] == 1
+
+
+def test_i_dont_know_without_an_authored_hint_is_invited_to_guess_and_costs_nothing(tmp_path):
+    it = interview(tmp_path, q=batching(hint=None))
+    text = say(it, "I don't know")
+    assert "best guess" in text and it.level == 0
+    assert last_asked(it)["move"] == "encourage" and it.hints_used("t.batching") == 0
+
+
+def test_off_topic_is_redirected_once(tmp_path):
+    it = interview(tmp_path)
+    text = say(it, "We tracked everything in Jira tickets and held daily standups during two-week sprints.")
+    assert text.startswith("Let's stay on the question I asked.") and "batching" in text and it.level == 0
+    assert "Question 1 of 1" not in text  # the question itself, not the opening's header
+    say(it, "Our retros were on Fridays and the coffee machine was always broken downstairs.")
+    assert it.level == 1  # redirected once; then the interview goes on
+
+
+def test_a_question_back_is_answered_from_the_scenario_without_advancing(tmp_path):
+    model = ScriptedChatModel()
+    it = interview(tmp_path, model=model)
+    reply = say(it, "Do you mean prefill or decode?")
+    assert "decode only: prefill runs on a separate pool" in reply
+    assert it.level == 0 and it.awaiting == "candidate" and model.calls == []
+    kinds = [e.kind for e in it.ports.store.events(it.session_id)]
+    assert "answered" not in kinds and kinds[-1] == "clarified"
+    # A resumed session shows the exchange and keeps the turn open.
+    again = Interview.resume(it.ports, it.session_id)
+    assert again.level == 0 and again.awaiting == "candidate"
+    assert [m["content"] for m in again.messages()] == [m["content"] for m in it.messages()]
+    say(again, SOLID_MAIN)
+    assert again.level == 1 and again.state.answers["t.batching"] == [SOLID_MAIN]
+
+
+def test_too_short_is_asked_to_expand_once(tmp_path):
+    it = interview(tmp_path)
+    text = say(it, "It depends.")
+    assert "say a bit more" in text and it.level == 0
+    say(it, "Yes, probably.")
+    assert it.level == 1
+    assert it.state.answers["t.batching"] == ["It depends.\nYes, probably."]  # one answer per level
+
+
+def test_a_move_chosen_before_a_crash_is_replayed_from_the_log(tmp_path):
+    it = interview(tmp_path)
+    it.submit("I don't know.")  # the hint is chosen and stored with the answer, then the process dies
+    again = Interview.resume(it.ports, it.session_id)
+    assert again.awaiting == "interviewer"
+    assert "Think about what the GPU reads" in again.advance_all() and again.hints_used("t.batching") == 1
+
+
+def test_a_natural_turn_acknowledges_a_fair_answer_in_one_clause(tmp_path):
+    model = ScriptedChatModel().queue("Great answer! When do the requests in your batch actually arrive?")
+    it = interview(tmp_path, model=model)
+    text = say(it, SOLID_MAIN)
+    ack, _, question = text.partition(". ")
+    assert ack in {"Right", "OK, that makes sense", "Fair enough"}
+    assert question == "When do the requests in your batch actually arrive?"  # the model's praise is dropped
+    # A thin answer gets no acknowledgement, just the question.
+    model.queue("When do the requests in your batch actually arrive?")
+    it2 = interview(tmp_path / "thin", model=model)
+    assert (
+        say(it2, "Throughput goes up with batching.") == "When do the requests in your batch actually arrive?"
+    )
+
+
+# -- no leaks -----------------------------------------------------------------------------------------
+
+
+def test_a_follow_up_that_leaks_the_rubric_falls_back_to_the_authored_one(tmp_path):
+    model = ScriptedChatModel().queue(f"So is it {WHY1_TARGET}?")
+    it = interview(tmp_path, model=model)
+    text = say(it, SOLID_MAIN)
+    assert text.endswith("What are you assuming about when the requests in one batch arrive?")
+    assert last_asked(it)["fallback_reason"].startswith("leaks the rubric's wording")
+
+
+def test_a_follow_up_that_quotes_too_much_of_the_answer_falls_back(tmp_path):
+    model = ScriptedChatModel().queue(
+        "Why do you say one weight read serve many requests, so throughput goes up?"
+    )
+    it = interview(tmp_path, model=model)
+    say(it, SOLID_MAIN)
+    assert last_asked(it)["fallback_reason"] == "quotes too much of the answer"
+
+
+def test_leak_and_quote_checks():
+    q = batching()
+    assert leak("Does " + KEY_POINT + "?", q) is not None
+    assert leak("What is in a batch?", q) is None
+    # The question's own words and the candidate's are not leaks.
+    assert leak("What does batching change, and for whom, in your view?", q) is None
+    said = ["batching raises throughput because the weights are read once"]
+    assert (
+        leak("You said batching raises throughput because the weights are read once; why?", q, said) is None
+    )
+    assert quotes_too_much(
+        "So one two three four five six seven eight nine ten?",
+        "one two three four five six seven eight nine ten",
+    )
+    assert not quotes_too_much("So one two three?", "one two three four")
+
+
+def test_praise_is_not_kept_from_the_model():
+    assert (
+        clean_followup("Great answer! Exactly right. Why would the batch wait?")
+        == "Why would the batch wait?"
+    )
+
+
+def test_choose_never_praises_a_contradiction():
+    q = batching()
+    reading = Listener().read(
+        q, 0, "batching reduces latency for all requests, full stop, it is always true."
+    )
+    plan = choose(q, 0, reading, Done(), "x")
+    assert plan.move == "challenge" and plan.ack is None
