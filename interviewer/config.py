@@ -67,6 +67,9 @@ class Settings(BaseSettings):
     # held-out pair from it (BENCHMARKS.md, "Truth judge (#11)"). Measure a stronger server with
     # benchmarks/bench_judge.py and raise this for it.
     judge_weight: float = Field(default=0.1, ge=0.0, le=1.0)
+    # The interviewer reads each answer before choosing its follow-up (issue 12: challenge a wrong claim, hint,
+    # redirect, answer a question back, go deeper). INTERVIEWER_LISTEN=0: the authored two whys, in order.
+    listen: bool = True
     host: str = "127.0.0.1"
     port: int = Field(default=7860, ge=0, le=65535)
     # Speech (issue 6): a separate OpenAI-compatible audio server, when set.

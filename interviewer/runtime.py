@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from interviewer.config import Settings
 from interviewer.content import Bank, load_bank
 from interviewer.errors import InterviewerError, ModelError
+from interviewer.listen import Listener
 from interviewer.llm.client import ChatPort, build_port, list_models
 from interviewer.session import Ports, Retriever, Scorer
 from interviewer.store import SessionStore
@@ -55,6 +56,7 @@ class Runtime:
         self._scorer: Scorer | None = None
         self._judge: BackgroundJudge | None = None  # the truth judge over the current model (issue 11)
         self._judge_port: ChatPort | None = None
+        self._listener: Listener | None = None
         self._scorer_lock = threading.Lock()
         self._scorer_failed: str | None = None
         self._model_failed: str | None = None  # the last model fault; cleared when a model answers
@@ -189,6 +191,14 @@ class Runtime:
                     log.warning("scoring unavailable: %s", e)
             return self._scorer
 
+    def listener(self) -> Listener | None:
+        """One answer reader for every interview (it caches per-question vocabularies); None when switched off."""
+        if not self.settings.listen:
+            return None
+        if self._listener is None:
+            self._listener = Listener(neighbours=list(self.bank.questions.values()))
+        return self._listener
+
     def model_or_none(self, progress: Progress | None = None) -> ChatPort | None:
         """The model, or None with a notice when no server answers (follow-ups then use authored wording)."""
         try:
@@ -247,6 +257,7 @@ class Runtime:
             retriever=self.retriever(wait=False),  # an interview never waits for the index build
             scorer=self.scorer(),
             judge=self.judge(model),
+            listener=self.listener(),  # reads each answer offline before the follow-up (no model call)
             answer_seconds=self.settings.answer_seconds,
             max_answer_chars=self.settings.max_answer_chars,
             owner=owner,

@@ -39,7 +39,11 @@ def standin() -> Iterator[StandinServer]:
 
 
 def _runtime(tmp_path: Path, standin: StandinServer, **kw: Any) -> Runtime:
-    settings = load_settings(**({"data_dir": tmp_path, "base_url": standin.base_url, "timeout": 4.0} | kw))
+    # These tests are about faults and load, with placeholder answers: the authored whys, in order (the
+    # interviewer that reads answers is tested in tests/test_listen.py and tests/test_ui.py).
+    settings = load_settings(
+        **({"data_dir": tmp_path, "base_url": standin.base_url, "timeout": 4.0, "listen": False} | kw)
+    )
     rt = Runtime(settings)
     rt.set_model(
         build_port(settings, base_url=standin.base_url, model="standin"),
@@ -155,7 +159,7 @@ def test_a_slow_model_does_not_hold_up_other_candidates(tmp_path: Path, standin:
 
 @pytest.mark.slow
 def test_kill_9_mid_round_then_resume_with_the_same_owner(standin: StandinServer, tmp_path: Path) -> None:
-    extra = {"INTERVIEWER_RETRIEVAL": "false"}
+    extra = {"INTERVIEWER_RETRIEVAL": "false", "INTERVIEWER_LISTEN": "false"}  # placeholder answers
     app = AppProcess(tmp_path, standin.base_url, extra_env=extra).start()
     try:
         client = Client(app.url, verbose=False)

@@ -33,10 +33,12 @@ def default_reply(messages: list[dict[str, Any]]) -> str:
     a = _ANSWER.search(last)
     # The candidate's own words (letters only, so no markup is echoed) keep it from repeating the question.
     said = " ".join(re.findall(r"[A-Za-z]{4,}", a.group(1) if a else last)[:4]) or "that"
+    # It names what the level probes only by its first words: echoing the rubric's target wording would be a
+    # leak, which the engine rejects (and then asks the authored follow-up instead).
     m = _TARGET.search(last)
     if m:
-        target = " ".join(m.group(1).split()).rstrip(".?")
-        return f"Walk me through this: {target}, given what you said about {said}?"
+        probe = " ".join(m.group(1).split()[:3]).rstrip(".?,")
+        return f"Walk me through this: given what you said about {said}, what changes around {probe}?"
     return f"Why does {said} hold?"
 
 
