@@ -34,6 +34,9 @@ def test_32_candidates_through_nginx_survive_a_replica_killed_mid_round(tmp_path
             "INTERVIEWER_DATABASE_URL": pg.create_database("cohort"),
             "INTERVIEWER_CHROMA_URL": chroma,
             "INTERVIEWER_CONTENT_DIR": str(FIXTURE_CONTENT),
+            # Scripted candidates repeat one placeholder answer: the authored whys, in order, so every session
+            # has the same number of turns and the kill lands mid-round.
+            "INTERVIEWER_LISTEN": "false",
         }
         # The deployment's one-off step: build the study-material index on the Chroma server once.
         subprocess.run(

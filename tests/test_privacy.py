@@ -27,7 +27,8 @@ from .conftest import FIXTURE_CONTENT
 
 
 def _runtime(data_dir: Path) -> Runtime:
-    settings = load_settings(content_dir=FIXTURE_CONTENT, data_dir=data_dir, answer_seconds=90)
+    # Privacy checks with short placeholder answers: the authored whys, in order (listening: test_listen.py).
+    settings = load_settings(content_dir=FIXTURE_CONTENT, data_dir=data_dir, answer_seconds=90, listen=False)
     rt = Runtime(settings)
     rt.set_model(
         ChatPort(ScriptedChatModel().queue("Why does the serial part cap it?"), name="scripted"),

@@ -62,12 +62,14 @@ def test_round_through_gradio_client(live_app):
     assert _text(chat[-1]) == "Which assumption about perfect scaling does that 4.7x rely on?"
     assert box == "" and "why, level 1" in status
     chat, _, status, *_ = client.predict("That the parallel part scales perfectly.", owner, api_name="/send")
-    assert _text(chat[-1]) == "What happens to the speedup once memory bandwidth saturates?"
+    # after a one-clause acknowledgement of a fair answer (the interviewer listens)
+    assert _text(chat[-1]).endswith("What happens to the speedup once memory bandwidth saturates?")
     chat, _, status, *_ = client.predict(
         "Workers wait on bandwidth, the speedup flattens.", owner, api_name="/send"
     )
     assert "end of this interview" in _text(chat[-1]) and "finished" in status
-    assert len(model.calls) == 2
+    followups = [c for c in model.calls if '"opposite"' not in str(c[-1].content)]  # not the truth judge's
+    assert len(followups) == 2
     report_md, files = client.predict(owner, api_name="/report")
     assert "# Feedback report" in report_md and "Practice signal" in report_md
     assert sorted(Path(f).suffix for f in files) == [".html", ".md"]
@@ -155,7 +157,9 @@ def test_a_reply_cut_off_before_its_question_is_asked_on_the_next_send(live_app)
     assert _text(chat[-1]) == "Which assumption about perfect scaling does that 4.7x rely on?"
     assert box == "It assumes the parallel part scales perfectly." and "why, level 1" in status
     chat, box, *_ = client.predict(box, owner, api_name="/send")
-    assert box == "" and _text(chat[-1]) == "What happens to the speedup once memory bandwidth saturates?"
+    assert box == "" and _text(chat[-1]).endswith(
+        "What happens to the speedup once memory bandwidth saturates?"
+    )
 
 
 def test_two_sends_at_once_store_one_answer(tmp_path, monkeypatch):

@@ -40,7 +40,9 @@ def app(standin: StandinServer, tmp_path_factory: pytest.TempPathFactory) -> Ite
     proc = AppProcess(
         tmp_path_factory.mktemp("e2e-data"),
         standin.base_url,
-        extra_env={"INTERVIEWER_RETRIEVAL": "false"},
+        # Scripted placeholder answers: the authored whys, in order (the listening interviewer is tested in
+        # tests/test_listen.py and tests/test_ui.py).
+        extra_env={"INTERVIEWER_RETRIEVAL": "false", "INTERVIEWER_LISTEN": "false"},
     )
     proc.start()
     try:
