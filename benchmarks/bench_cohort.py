@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import secrets
 import shlex
 import statistics
 import subprocess
@@ -49,6 +50,8 @@ def main() -> int:
                     "INTERVIEWER_DATABASE_URL": pg.create_database(f"bench_{n_rep}"),
                     "INTERVIEWER_CHROMA_URL": chroma,
                     "INTERVIEWER_CONTENT_DIR": str(FIXTURE_CONTENT),
+                    "INTERVIEWER_LISTEN": "false",  # scripted placeholder answers: the authored whys
+                    "INTERVIEWER_OWNER_SECRET": secrets.token_hex(24),  # shared by the replicas
                 }
                 subprocess.run(
                     [str(INTERVIEWER), "index"],

@@ -70,6 +70,10 @@ class Settings(BaseSettings):
     # The interviewer reads each answer before choosing its follow-up (issue 12: challenge a wrong claim, hint,
     # redirect, answer a question back, go deeper). INTERVIEWER_LISTEN=0: the authored two whys, in order.
     listen: bool = True
+    # The key that signs browser owner tokens. Unset: a random key kept in the data dir (one process). Several
+    # replicas of one deployment must share it (docs/deploy.md), or a candidate moved to another replica after a
+    # failover is a stranger there. At least 32 characters.
+    owner_secret: str | None = Field(default=None, min_length=32, repr=False)
     host: str = "127.0.0.1"
     port: int = Field(default=7860, ge=0, le=65535)
     # Speech (issue 6): a separate OpenAI-compatible audio server, when set.

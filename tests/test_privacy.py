@@ -15,7 +15,7 @@ from gradio_client import Client
 from typer.testing import CliRunner
 
 from interviewer.config import load_settings
-from interviewer.errors import InputError
+from interviewer.errors import ConfigError, InputError
 from interviewer.llm.client import ChatPort
 from interviewer.llm.fake import ScriptedChatModel
 from interviewer.netguard import check_url, exposure_check, is_local_only
@@ -186,3 +186,17 @@ def test_a_second_app_process_is_told_the_session_is_open_elsewhere(tmp_path: Pa
     finally:
         first.close()
         second.close()
+
+
+def test_replicas_that_share_the_owner_secret_accept_each_others_tokens(tmp_path: Path) -> None:
+    """A deployment's replicas (each its own data dir) share INTERVIEWER_OWNER_SECRET; without it they don't."""
+
+    shared = ("s" * 40).encode()
+    token = OwnerTokens(shared).issue()
+    assert OwnerTokens(shared).verify(token) is not None
+    other = OwnerTokens.for_data_dir(tmp_path / "replica-b")  # its own random key
+    assert other.verify(token) is None
+    settings = load_settings(data_dir=tmp_path / "c", owner_secret="s" * 40)
+    assert settings.owner_secret == "s" * 40 and "s" * 40 not in repr(settings)
+    with pytest.raises(ConfigError):
+        load_settings(data_dir=tmp_path / "d", owner_secret="short")

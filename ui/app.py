@@ -68,7 +68,10 @@ class App:
     def __init__(self, runtime: Runtime, *, admin: bool = True) -> None:
         self.rt = runtime
         self.admin = admin
-        self.owners = OwnerTokens.for_data_dir(runtime.settings.data_dir)
+        secret = runtime.settings.owner_secret  # shared by a deployment's replicas (docs/deploy.md)
+        self.owners = (
+            OwnerTokens(secret.encode()) if secret else OwnerTokens.for_data_dir(runtime.settings.data_dir)
+        )
         self._locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
         # sid -> (owner, events seen, interview): typing events reuse the open interview while nothing moved

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import secrets
 import sqlite3
@@ -145,7 +146,8 @@ def run_candidate_failover(
             try:
                 client = Client(url, verbose=False)
                 chat, status, *_ = client.predict(run.session_id, run.owner, api_name="/reopen")
-                said = [text_of(m) for m in chat if m["role"] == "user"]
+                # The chat shows candidate text inert (HTML-escaped, brackets as entities): compare what was typed.
+                said = [html.unescape(text_of(m)) for m in chat if m["role"] == "user"]
                 return client, said, status
             except Exception as e:  # the proxy may still be routing to the dead replica
                 last = e
