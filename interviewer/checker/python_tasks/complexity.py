@@ -61,6 +61,7 @@ def growth_note(scaling: Scaling, cpu: dict[str, float], limit_s: float) -> str 
     if looks > scaling.expected:
         return f"your solution looks O(n^{looks}): {growth}; {want}"
     return (
-        f"it grew like O(n^{max(looks, 1)}) ({seen}) yet did not finish n={stuck}: a large constant factor "
-        f"(copies or sorting inside the loop?) or a case that makes it slower; {want}"
+        f"its CPU time grew like n^{k:.1f} ({seen}), which is not worse than expected, yet it did not finish "
+        f"n={stuck}: look for a large constant factor (copying or sorting inside the loop) or an input that "
+        f"makes it slower; {want}"
     )
