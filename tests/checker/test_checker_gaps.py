@@ -316,3 +316,15 @@ def test_cubic_triplets_is_told_it_looks_cubic(sandbox: Sandbox) -> None:
     failed = [t for t in v.tests if not t.passed]
     assert failed and failed[-1].name == "1000 numbers (needs O(n^2))", text
     assert all(t.name in triplets.SCALING.sizes and "no result" in t.message for t in failed), text
+
+
+def test_int8_one_scale_for_a_per_channel_case_is_a_message_not_a_grader_crash() -> None:
+    case = next(
+        c
+        for c in int8_quantize.make_cases(np.random.default_rng(0))
+        if c.func == "quantize" and c.scalars["axis"] is not None
+    )
+    x, axis = case.arrays["x"], case.scalars["axis"]
+    one_scale = [np.zeros(x.shape, np.int8), np.array([0.1], np.float32), np.zeros(x.shape[axis], np.int32)]
+    msg = int8_quantize._check_quantize(case, one_scale)
+    assert msg and "scale has shape (1,)" in msg and "one per channel along axis" in msg

@@ -193,7 +193,7 @@ def _check_quantize(case: Case, outs: list[np.ndarray]) -> str | None:
     if q.shape != x.shape:
         return f"q has shape {q.shape}; expected {x.shape} like x"
     exp_scale, exp_zp = expected_params(x, mode, axis)
-    if scale.shape not in (exp_scale.shape, (1,) * max(exp_scale.ndim, 1)) or zp.size != exp_scale.size:
+    if scale.size != exp_scale.size or zp.size != exp_scale.size:
         return f"scale has shape {scale.shape} and zero_point {zp.shape}; expected {exp_scale.shape} (one per channel along axis {axis})"  # fmt: skip
     scale = scale.reshape(exp_scale.shape).astype(np.float64)
     zp = zp.reshape(exp_scale.shape)
