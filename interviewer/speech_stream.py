@@ -45,6 +45,7 @@ __all__ = [
     "TurnDetector",
     "TurnEvent",
     "Update",
+    "chunk_transcriber",
     "voice_pieces",
 ]
 
@@ -214,6 +215,34 @@ class ChunkTranscriber(Protocol):
     ) -> Transcript: ...
 
 
+class _ViaFile:
+    """A speech-to-text engine that only takes files (an OpenAI-compatible server): each phrase as a WAV."""
+
+    def __init__(self, stt: Any) -> None:
+        self._stt = stt
+
+    def transcribe_audio(
+        self, audio: Audio, *, context: str | None = None, name: str = "audio"
+    ) -> Transcript:
+        import tempfile
+        import wave
+
+        with tempfile.TemporaryDirectory(prefix="phrase-") as d:
+            path = Path(d) / f"{name}.wav"
+            with wave.open(str(path), "wb") as w:
+                w.setnchannels(1)
+                w.setsampwidth(2)
+                w.setframerate(SAMPLE_RATE)
+                w.writeframes((np.clip(audio.samples, -1, 1) * 32767).astype("<i2").tobytes())
+            result: Transcript = self._stt.transcribe(path, context=context)
+            return result
+
+
+def chunk_transcriber(stt: Any) -> ChunkTranscriber:
+    """``stt`` itself when it transcribes decoded audio (local Whisper), else a wrapper that sends files."""
+    return stt if callable(getattr(stt, "transcribe_audio", None)) else _ViaFile(stt)
+
+
 @dataclass(frozen=True)
 class Update:
     """The state of a spoken answer after a chunk: the transcript so far, and whether the turn is over."""
@@ -338,6 +367,12 @@ class SpokenAnswer:
                 self._close_phrase(len(self._audio))
         return self.transcript
 
+    def continue_turn(self) -> None:
+        """Treat the silence that ended the turn as a pause: later speech goes on this answer."""
+        detector = TurnDetector(self.config)
+        detector.position = self._vad_pos  # events stay in this answer's sample positions
+        self.detector = detector
+
     def _cut_long_phrase(self) -> None:
         limit = int(self.config.max_phrase_seconds * SAMPLE_RATE)
         if self._vad_pos - self._done < limit:
@@ -453,6 +488,7 @@ def voice_pieces(
     *,
     stop: threading.Event | None = None,
     splitter: SentenceSplitter | None = None,
+    on_error: Callable[[Exception], None] | None = None,
 ) -> Iterator[tuple[str, Path | None]]:
     """Speak a reply while it streams: yields ``(reply so far, WAV of the next piece or None)``.
 
@@ -460,12 +496,13 @@ def voice_pieces(
     order on one worker thread, so the text keeps streaming while a sentence is voiced; each WAV is yielded with
     the next text update, or as soon as it is ready once the text is complete. Setting ``stop`` (the candidate
     started speaking, or pressed stop) drops the pieces not yet voiced; the text still streams to the end.
+    A piece the voice cannot speak is skipped and reported once to ``on_error`` (on the caller's thread).
     """
     stop = stop or threading.Event()
     splitter = splitter or SentenceSplitter()
     out_dir.mkdir(parents=True, exist_ok=True)
     todo: queue.Queue[str | None] = queue.Queue()
-    done: queue.Queue[Path | BaseException | None] = queue.Queue()
+    done: queue.Queue[Path | Exception | None] = queue.Queue()
 
     def work() -> None:
         n = 0
@@ -493,9 +530,11 @@ def voice_pieces(
             except queue.Empty:
                 return None
             pending -= 1
-            if isinstance(got, BaseException):
+            if isinstance(got, Exception):
                 if not failed:
                     log.warning("the interviewer's voice failed: %s", got)
+                    if on_error is not None:
+                        on_error(got)
                 failed = True
                 continue
             if got is not None and not stop.is_set():

@@ -394,3 +394,71 @@ def test_partial_transcripts_prefilled_are_prefixes_of_the_follow_up_prompt(
         # Before the end of the turn the server had read everything but the last phrase.
         longest = max(len(content(p[-1])) for p in partial)
         assert offered[-1] in final_human[:longest]
+
+
+def test_without_auto_send_a_long_silence_is_a_pause_and_the_answer_goes_on() -> None:
+    stt = RecordingSTT(["Part one.", "Part two."])
+    ans = SpokenAnswer(stt, energy_vad)
+    assert ans.feed(np.concatenate([tone(600), silence(900)])).ended
+    ans.continue_turn()
+    assert not ans.feed(silence(2000)).ended  # no new speech: nothing ends, nothing is transcribed
+    u = ans.feed(np.concatenate([tone(600), silence(900)]))
+    assert u.ended and u.transcript == "Part one. Part two." and len(stt.calls) == 2
+
+
+# ----------------------------------------------------------------------------------------------- the page's handlers
+
+
+@pytest.fixture
+def app(tmp_path: Path) -> Iterator[Any]:
+    from interviewer.config import load_settings
+    from interviewer.llm.client import ChatPort
+    from interviewer.llm.fake import ScriptedChatModel
+    from interviewer.runtime import ModelChoice, Runtime
+    from ui.app import App
+
+    from .conftest import FIXTURE_CONTENT
+
+    settings = load_settings(content_dir=FIXTURE_CONTENT, data_dir=tmp_path, retrieval=False)
+    rt = Runtime(settings)
+    rt.set_model(
+        ChatPort(
+            ScriptedChatModel().queue("So which assumption about scaling does that number rely on, exactly?"),
+            name="scripted test model",
+        ),
+        ModelChoice("http://127.0.0.1:1/v1", "s", "scripted test model", False),
+    )
+    try:
+        yield App(rt)
+    finally:
+        rt.close()
+
+
+@pytest.mark.slow
+def test_the_page_streams_the_transcript_ends_the_turn_and_voices_the_reply(
+    app: Any, spoken_answer: tuple[np.ndarray, int]
+) -> None:
+    *_, (_chat, sid, owner, *_rest) = list(app.start("phone-screen", 1, False, None))
+    audio, _ = spoken_answer
+    pcm = (audio * 32767).astype(np.int16)
+    turns, shown, spoken = 0, [], None
+    for i in range(0, len(pcm), 4000):  # 250 ms chunks, as stream_every=0.25 sends them
+        box, sp, turns, _voice = app.listen((16_000, pcm[i : i + 4000]), "", sid, owner, turns, True)
+        if isinstance(box, str):
+            shown.append(box)
+            spoken = sp
+        if turns:
+            break
+    assert turns == 1, "one end of turn, after the final silence"
+    assert len(shown) >= 3 and all(b.startswith(a) for a, b in itertools.pairwise(shown))
+    assert word_error_rate(" ".join(ANSWER), shown[-1]) < 0.25, shown[-1]
+    assert spoken is not None and spoken["transcript"] == shown[-1] and spoken["seconds"] > 5
+    # After the end, the microphone is ignored until the answer is sent.
+    assert app.listen((16_000, pcm[:4000]), shown[-1], sid, owner, turns, True)[2] == turns
+    outs = list(app.send_if_auto(True, shown[-1], sid, owner, spoken, True, None))
+    voices = [o[-2] for o in outs if isinstance(o[-2], str)]
+    assert voices and all(Path(v).stat().st_size > 1000 for v in voices)
+    assert Path(voices[0]).name == "piece-000.wav"  # the reply voiced a piece at a time
+    events = app.rt.store.events(sid)
+    answered = [e.payload for e in events if e.kind == "answered"]
+    assert answered[-1]["mode"] == "spoken" and answered[-1]["text"] == shown[-1]
