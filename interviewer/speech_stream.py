@@ -131,6 +131,9 @@ class TurnConfig:
     min_speech_ms: int = 90  # shorter blips (a click, a breath) do not start a turn
     pad_ms: int = 150  # audio kept either side of a phrase, so Whisper hears whole words
     max_phrase_seconds: float = 12.0  # a phrase with no pause is cut at its quietest point after this long
+    # Whisper's beam for a phrase: greedy is as accurate on short phrases here (BENCHMARKS.md) and quicker,
+    # and the last phrase is decoded while the candidate waits.
+    beam_size: int = 1
 
     def __post_init__(self) -> None:
         if not 0 < self.pause_ms < self.end_of_turn_ms:
@@ -211,7 +214,7 @@ class ChunkTranscriber(Protocol):
     """What :class:`SpokenAnswer` needs of speech-to-text (``WhisperSTT`` has it)."""
 
     def transcribe_audio(
-        self, audio: Audio, *, context: str | None = None, name: str = "audio"
+        self, audio: Audio, *, context: str | None = None, name: str = "audio", beam_size: int | None = None
     ) -> Transcript: ...
 
 
@@ -222,7 +225,7 @@ class _ViaFile:
         self._stt = stt
 
     def transcribe_audio(
-        self, audio: Audio, *, context: str | None = None, name: str = "audio"
+        self, audio: Audio, *, context: str | None = None, name: str = "audio", beam_size: int | None = None
     ) -> Transcript:
         import tempfile
         import wave
@@ -409,7 +412,9 @@ class SpokenAnswer:
         context = " ".join(p for p in (self._context, self.transcript) if p) or None
         t0 = time.perf_counter()
         try:
-            tr = self._stt.transcribe_audio(Audio(chunk, SAMPLE_RATE), context=context, name="phrase")
+            tr = self._stt.transcribe_audio(
+                Audio(chunk, SAMPLE_RATE), context=context, name="phrase", beam_size=self.config.beam_size
+            )
         except AudioInputError:
             return ""  # noise the detector let through: Whisper found no words
         finally:

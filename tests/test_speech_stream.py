@@ -96,7 +96,9 @@ class RecordingSTT:
         self.phrases = list(phrases)
         self.calls: list[tuple[int, str | None]] = []
 
-    def transcribe_audio(self, audio: Any, *, context: str | None = None, name: str = "audio") -> Any:
+    def transcribe_audio(
+        self, audio: Any, *, context: str | None = None, name: str = "audio", beam_size: int | None = None
+    ) -> Any:
         from interviewer.speech import Transcript
 
         self.calls.append((len(audio.samples), context))
