@@ -125,6 +125,7 @@ def sentences(text: str) -> list[str]:
 
 
 CoverageFn = Callable[[str, Sequence[str], str], list[float]]
+TopicFn = Callable[[Question, str], "str | None"]  # why an answer is off-topic, or None
 
 
 def lexical_coverage(answer: str, key_points: Sequence[str], question: str) -> list[float]:
@@ -235,9 +236,13 @@ class Listener:
         embedder: Embedder | None = None,
         coverage: CoverageFn | None = None,
         neighbours: Sequence[Question] = (),
+        topic: TopicFn | None = None,
     ) -> None:
         self.embedder = embedder
         self.coverage = coverage or lexical_coverage
+        # The scorer's own off-topic rule (RubricScorer.off_topic): what the report will call off-topic is
+        # what the interviewer redirects. Without it, a lexical share of the rubric's vocabulary decides.
+        self.topic = topic
         self._vocab: dict[str, set[str]] = {}
         # The bank's questions: words in many rubrics ("time", "three", "spent") say nothing about topic.
         self._neighbours = list(neighbours)
@@ -305,14 +310,21 @@ class Listener:
             # "It depends.", "Yes.": nothing to probe yet. A terse but topical "bandwidth saturates" is probed.
             return Reading("too_short", covers, quote=_quote(text), reason=f"{len(words)} word(s)")
         relevance = self.relevance(q, text, asked)
-        if len(stems(text) - self._generic_words()) >= 4 and relevance < OFF_TOPIC_SHARE and not touches:
-            return Reading(
-                "off_topic",
-                covers,
-                quote=_quote(sents[0] if sents else text),
-                relevance=relevance,
-                reason=f"{relevance:.2f} of its content words are about this question",
-            )
+        if len(stems(text) - self._generic_words()) >= 4 and not touches:
+            if self.topic is not None:
+                why = self.topic(q, text)
+            elif relevance < OFF_TOPIC_SHARE:
+                why = f"{relevance:.2f} of its content words are about this question"
+            else:
+                why = None
+            if why is not None:
+                return Reading(
+                    "off_topic",
+                    covers,
+                    quote=_quote(sents[0] if sents else text),
+                    relevance=relevance,
+                    reason=why,
+                )
         hits: list[Any] = list(contradictions_asserted(text, q))
         hits += _loose_claims(text, q, {h.name for h in hits})
         if hits:

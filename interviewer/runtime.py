@@ -197,7 +197,12 @@ class Runtime:
         if not self.settings.listen:
             return None
         if self._listener is None:
-            self._listener = Listener(neighbours=list(self.bank.questions.values()))
+            scorer = self.scorer()
+            topic = getattr(scorer, "off_topic", None)  # redirect what the report will call off-topic
+            warm = getattr(scorer, "warm", None)
+            if warm is not None:  # the sentence model loads now, not on the first candidate's answer
+                threading.Thread(target=_quietly, args=(warm,), name="scorer-warm", daemon=True).start()
+            self._listener = Listener(neighbours=list(self.bank.questions.values()), topic=topic)
         return self._listener
 
     def model_or_none(self, progress: Progress | None = None) -> ChatPort | None:
@@ -275,3 +280,11 @@ class Runtime:
             self._port = None
             if self._store is not None:
                 self._store.close()
+
+
+def _quietly(fn: Callable[[], object]) -> None:
+    """Run a warm-up; a failure only means the first real call pays for it (and reports it)."""
+    try:
+        fn()
+    except Exception as e:
+        log.warning("warm-up failed: %s", e)

@@ -32,7 +32,7 @@ import numpy as np
 import yaml
 from pydantic import ValidationError
 
-from interviewer.content.models import Contradiction, Criterion, FactCheck, NumericCheck, Question
+from interviewer.content.models import Contradiction, Criterion, FactCheck, NumericCheck, Question, Round
 from interviewer.embeddings import Embedder, default_embedder
 from interviewer.errors import InputError, ModelError
 from interviewer.scoring.checks import run_checks
@@ -82,6 +82,7 @@ GAP_OFF_TOPIC = 0.35
 # Chosen on the trap set's dev questions only (the highest value that flags no dev strong, partial or wrong
 # answer); the held-out figures are in BENCHMARKS.md.
 UNMET_OFF_TOPIC_BELOW = 0.365
+STORY_ROUNDS = frozenset({Round.BEHAVIORAL, Round.RECRUITER, Round.DEEP_DIVE})  # no relative relevance
 _GENERIC = Criterion(
     name="correctness and coverage",
     levels={
@@ -123,6 +124,10 @@ class RubricScorer:
         # The bank's other questions, for relative relevance (is this an answer to a different question?).
         self._neighbours = list(neighbours or [])
         self._neighbour_vecs: np.ndarray | None = None
+        # Stories: every "tell me about a time" answer resembles the other story questions, so closeness to
+        # another of them says nothing (24 behavioral questions put strong stories 0.34-0.46 closer to a
+        # sibling). Their off-topic rules are the absolute ones only.
+        self._stories = {q.id for q in self._neighbours if q.round in STORY_ROUNDS}
 
     @property
     def encoder(self) -> TextEncoder:
@@ -171,6 +176,58 @@ class RubricScorer:
             code_verdict_passed=passed,
             judged=judged,
         )
+
+    def warm(self) -> None:
+        """Load the sentence model and embed the bank's questions now (about 5 s), not on a candidate's answer."""
+        if self._neighbours and self._neighbour_vecs is None:
+            self._neighbour_vecs = self.encoder.sentences(
+                [_about(q.question, q.key_points) for q in self._neighbours]
+            )
+        self.encoder.sentences(["warm"])
+
+    def off_topic(self, question: Question, answer: str) -> str | None:
+        """Why ``answer`` is not about ``question`` (None when it is), by the same rules as :meth:`score`.
+
+        Offline (MiniLM, the bank's other questions, the rubric's checks): the interviewer asks it before a
+        follow-up, so it redirects exactly the answers the report will call off-topic.
+        """
+        main = screen(answer or "").text
+        if not main.strip():
+            return None
+        explained, _ = explained_text(main)
+        cov = score_coverage(
+            self.encoder,
+            explained,
+            list(question.key_points),
+            question.question,
+            self.calibration,
+            question.model_answer,
+        )
+        checks = run_checks(
+            main, list(question.numeric_checks), list(question.fact_checks), question.question
+        )
+        gap = self._relevance_gap(question.id, question.question, list(question.key_points), main)
+        return self._off_topic_reason(
+            _relevance(cov),
+            gap,
+            met=any(m.covered for m in cov.matches) or any(ch.passed for ch in checks),
+            covered=any(m.covered for m in cov.matches),
+        )
+
+    @staticmethod
+    def _off_topic_reason(relevance: float, gap: float | None, *, met: bool, covered: bool) -> str | None:
+        """The off-topic rules in one place. ``covered``: a key point is covered; ``met``: that or a check."""
+        if relevance < OFF_TOPIC_BELOW:
+            return f"relevance {relevance:.2f} to this question"
+        if gap is not None and gap >= GAP_OFF_TOPIC:
+            return f"gap {gap:.2f} to another bank question"
+        if gap is not None and gap >= GAP_FROM and not covered:
+            # closer to another question than to this one, and none of this one's points
+            return f"gap {gap:.2f} to another bank question and no key point covered"
+        if relevance < UNMET_OFF_TOPIC_BELOW and not met:
+            # about something near this question, but meets none of its rubric
+            return f"relevance {relevance:.2f} and nothing of the rubric met"
+        return None
 
     def _score(
         self,
@@ -239,15 +296,8 @@ class RubricScorer:
             hits = hits + self._judge_hits(merged, hits, criteria, key_points)
         for h in hits:
             notes.append(f"asserts a classic wrong claim ({h.name}): \u201c{h.sentence}\u201d")
-        relevance = max(
-            cov.features.get("cos_reference", 0.0),
-            cov.features.get("cos_question", 0.0),
-            cov.features.get("max_sentence_sim", 0.0),
-        )
+        relevance = _relevance(cov)
         gap = self._relevance_gap(question_id, question_text, key_points, main) if main.strip() else None
-        off_topic = bool(main.strip()) and (
-            relevance < OFF_TOPIC_BELOW or (gap is not None and gap >= GAP_OFF_TOPIC)
-        )
 
         checks: list[CheckResult] = (
             run_checks(main, numeric, facts, question_text) if (numeric or facts) else []
@@ -297,27 +347,20 @@ class RubricScorer:
             )
             overall = 0.5 * (4.0 if code_verdict_passed else 0.0) + 0.5 * discussion
 
-        if (
-            not off_topic
-            and gap is not None
-            and gap >= GAP_FROM
-            and not any(m.covered for m in cov.matches)
-            and not (merged and any(v.verdict == "stated" for v in merged))
-            and not (quotes and quotes.covered)
-        ):
-            off_topic = True  # closer to another question than to this one, and none of this one's points
-            notes.append(f"off-topic: gap {gap:.2f} to another bank question and no key point covered")
-        if (
-            not off_topic
-            and main.strip()
-            and relevance < UNMET_OFF_TOPIC_BELOW
-            and not any(m.covered for m in cov.matches)
-            and not any(ch.passed for ch in checks)
-            and not (merged and any(v.verdict == "stated" for v in merged))
-            and not (quotes and quotes.covered)
-        ):
-            off_topic = True  # about something near this question, but meets none of its rubric
-            notes.append(f"off-topic: relevance {relevance:.2f} and nothing of the rubric met")
+        stated = bool(merged and any(v.verdict == "stated" for v in merged)) or bool(
+            quotes and quotes.covered
+        )
+        covered_any = stated or any(m.covered for m in cov.matches)
+        reason = (
+            self._off_topic_reason(
+                relevance, gap, met=covered_any or any(ch.passed for ch in checks), covered=covered_any
+            )
+            if main.strip()
+            else None
+        )
+        off_topic = reason is not None
+        if reason is not None:
+            notes.append(f"off-topic: {reason}")
         wrong_sentences = {h.sentence for h in hits if h.sentence}
         covered = self._covered(cov, quotes, wrong_sentences)
         fractions: dict[str, float] | None = None
@@ -418,7 +461,7 @@ class RubricScorer:
     ) -> float | None:
         """How much closer the answer is to the best other bank question than to its own (None: no bank)."""
         others = [q for q in self._neighbours if q.id != question_id]
-        if not others:
+        if not others or question_id in self._stories:
             return None
         if self._neighbour_vecs is None:
             self._neighbour_vecs = self.encoder.sentences(
@@ -713,6 +756,15 @@ class RubricScorer:
 
 
 _VERDICTS: tuple[Verdict, ...] = ("stated", "contradicted", "absent")
+
+
+def _relevance(cov: CoverageResult) -> float:
+    """The answer's relevance: the best of its similarity to the rubric, the question, and its best sentence's."""
+    return max(
+        cov.features.get("cos_reference", 0.0),
+        cov.features.get("cos_question", 0.0),
+        cov.features.get("max_sentence_sim", 0.0),
+    )
 
 
 def _distribution(v: KeyPointVerdict) -> dict[Verdict, float]:
