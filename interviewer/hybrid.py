@@ -183,3 +183,23 @@ def fuse_and_rerank(
     # Beyond the reranked pool: fused order, scored below every reranked passage (and still in [0, 1]).
     floor = min((s for _, s in out), default=0.0)
     return out + [(key, floor * (1 - (i + 1) / (len(tail) + 1))) for i, key in enumerate(tail)]
+
+
+def diversify(
+    ranked: list[tuple[str, float]], source: Callable[[str], str], penalty: float
+) -> list[tuple[str, float]]:
+    """Greedy re-order: each pick's score loses ``penalty`` per passage already picked from its file.
+
+    A soft alternative to a per-file cap: a third passage from one document still wins when it is clearly
+    better than anything from another document. Returns the penalised scores (never below 0), which are
+    non-increasing, so the result stays sorted best first.
+    """
+    left = list(ranked)
+    seen: dict[str, int] = {}
+    out: list[tuple[str, float]] = []
+    while left:
+        best = max(range(len(left)), key=lambda i: left[i][1] - penalty * seen.get(source(left[i][0]), 0))
+        key, score = left.pop(best)
+        out.append((key, max(0.0, score - penalty * seen.get(source(key), 0))))
+        seen[source(key)] = seen.get(source(key), 0) + 1
+    return out

@@ -34,7 +34,7 @@ from interviewer.content.loader import Bank, load_bank
 from interviewer.content.models import Question, Round
 from interviewer.embeddings import ChromaEmbeddingFunction, Embedder, default_embedder
 from interviewer.errors import IndexError_
-from interviewer.hybrid import LexicalIndex, Reranker, fuse_and_rerank
+from interviewer.hybrid import LexicalIndex, Reranker, diversify, fuse_and_rerank
 
 if TYPE_CHECKING:
     from chromadb.api import ClientAPI
@@ -52,6 +52,7 @@ PER_SOURCE: int | None = None  # default cap of passages from one file in a resu
 DENSE_POOL = 30  # candidates taken from each retriever before fusion
 RERANK_POOL = 20  # fused candidates the reranker reads
 RERANK_WEIGHT = 0.5  # share of the reranker in the final score (tuned on the bank's own questions)
+SOURCE_PENALTY = 0.3  # taken off a reranked score per better passage from the same file (soft, no cap; tuned on bank questions)
 
 REBUILD_HINT = "rebuild it with `interviewer index --force`"
 
@@ -669,11 +670,19 @@ class Retriever(ChromaBacked):
             texts,
             query,
             self._reranker,
-            k=want,
+            k=max(want, RERANK_POOL),
             pool=RERANK_POOL,
             rerank_weight=RERANK_WEIGHT,
         )
-        return [self._passage(cid, score) for cid, score in ranked]
+        if SOURCE_PENALTY > 0 and self._reranker is not None and RERANK_WEIGHT > 0:
+            # Only reranked scores are on the [0, 1] scale the penalty is meant for; fused RRF scores are ~0.03.
+            head = diversify(ranked[:RERANK_POOL], lambda cid: self._chunks[cid].source, SOURCE_PENALTY)
+            floor = head[-1][1] if head else 0.0
+            rest = ranked[RERANK_POOL:]
+            ranked = head + [
+                (cid, floor * (1 - (i + 1) / (len(rest) + 1))) for i, (cid, _) in enumerate(rest)
+            ]
+        return [self._passage(cid, score) for cid, score in ranked[:want]]
 
     def _passage(self, cid: str, score: float) -> Passage:
         c = self._chunks[cid]

@@ -584,3 +584,20 @@ def test_rerank_reads_a_fixed_pool_so_the_top_is_a_prefix_of_a_longer_answer() -
     assert len(forty) == 40 and len(set(forty)) == 40
     scores = [s for _, s in fuse_and_rerank(dense, lexical, texts, "w1 w2 w3", reranker, k=40, pool=20)]
     assert scores == sorted(scores, reverse=True) and all(0.0 <= s <= 1.0 for s in scores)
+
+
+def test_source_penalty_is_soft_diversity_not_a_cap() -> None:
+    from interviewer.hybrid import diversify
+
+    def source(cid: str) -> str:
+        return cid[0]
+
+    close = [("a1", 0.9), ("a2", 0.85), ("a3", 0.8), ("b1", 0.78)]
+    picked = diversify(close, source, 0.1)
+    assert [cid for cid, _ in picked] == ["a1", "b1", "a2", "a3"]  # a close second file moves up
+    scores = [s for _, s in picked]
+    assert scores == sorted(scores, reverse=True) and min(scores) >= 0.0
+
+    clear = [("a1", 0.9), ("a2", 0.88), ("a3", 0.86), ("b1", 0.3)]
+    assert [cid for cid, _ in diversify(clear, source, 0.1)] == ["a1", "a2", "a3", "b1"]  # no cap
+    assert diversify(close, source, 0.0) == close
