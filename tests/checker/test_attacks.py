@@ -526,3 +526,104 @@ def test_hostile_result_values_fail_cleanly(
     v = check("merge-intervals", direct, sandbox=sandbox)
     assert not v.passed and "not written by the test harness" in v.render_text(), v.render_text()
     assert len(v.model_dump_json()) < 100_000
+
+
+# ------------------------------------------------------------------ #15 item 2: forged C++ passes
+def _cpp_task(task_id: str, code: str, sandbox: Sandbox):
+    return check(task_id, code, sandbox=sandbox, prewarm=False)
+
+
+EARLY_RETURN = """#include <cstddef>
+// Honest on the small shapes; on the timed matrix it does the work only on every 7th call.
+void transpose(const float* src, float* dst, std::size_t rows, std::size_t cols) {
+    static int n = 0;
+    if (rows >= 1024 && cols >= 1024 && ++n % 7) return;
+    for (std::size_t i = 0; i < rows; ++i)
+        for (std::size_t j = 0; j < cols; ++j) dst[j * rows + i] = src[i * cols + j];
+}
+"""
+
+
+def test_transpose_that_skips_timed_calls_fails(sandbox: Sandbox, host_snapshot: None) -> None:
+    """#15 item 2: a naive loop returning early on the timed size passed the speed test."""
+    from interviewer.checker.cpp_tasks import transpose as T
+
+    v = _cpp_task("cpp-tiled-transpose", EARLY_RETURN, sandbox)
+    text = v.render_text()
+    assert not v.passed, text
+    speed = next(t for t in v.tests if t.name == T.SPEED_TEST)
+    assert not speed.passed and "checksum mismatch" in speed.message, text
+    assert all(t.passed for t in v.tests if t.name.startswith("shape")), text
+
+
+def test_transpose_timing_shape_is_drawn_per_run() -> None:
+    import numpy as np
+
+    from interviewer.checker.cpp_tasks import transpose as T
+
+    shapes = {T.timing_shape(np.random.default_rng(seed)) for seed in range(40)}
+    assert len(shapes) > 3 and all(r % 512 == 0 and c % 512 == 0 for r, c in shapes)
+
+
+HOOK_SPELLINGS = {
+    "asm label": 'extern "C" const char* not_a_hook() asm("__ts" "an_default_suppr" "essions");\n'
+    'const char* not_a_hook() { return "race:*\\n"; }\n',
+    "macro-pasted name": "#define CAT(a, b) a##b\n"
+    'extern "C" const char* CAT(__ls, an_default_suppressions)() { return "leak:*\\n"; }\n',
+    "options via asm label": 'extern "C" const char* opts() asm("__as" "an_default_opt" "ions");\n'
+    'const char* opts() { return "detect_leaks=0"; }\n',
+    "call through asm label": 'extern "C" void off() asm("__ls" "an_dis" "able");\n'
+    "struct Off { Off() { off(); } } off_at_start;\n",
+}
+
+
+@pytest.mark.parametrize("name", list(HOOK_SPELLINGS))
+def test_debug_project_refuses_sanitizer_hooks_however_spelled(
+    name: str, sandbox: Sandbox, host_snapshot: None
+) -> None:
+    """#15 item 2: suppression hooks defined through asm labels hid the race and the leak."""
+    from interviewer.checker import get_task
+    from interviewer.checker.cpp_tasks import debug_project as D
+
+    task = get_task("cpp-debug-project")
+    files = D.shipped_files(task.path)
+    files["stats.cpp"] += "\n" + HOOK_SPELLINGS[name]
+    assert D.FORBIDDEN.search(HOOK_SPELLINGS[name]) is None, "the text filter alone would catch this one"
+    v = _cpp_task("cpp-debug-project", D.join_files(files), sandbox)
+    text = v.render_text()
+    assert not v.passed, text
+    assert "[FAIL] no sanitizer hooks" in text and "Nothing was run" in text, text
+
+
+# ------------------------------------------------------------------ #15 item 3: .incbin of hidden files
+def _incbin(path: str) -> str:
+    """C++ that embeds ``path`` at assembly time and prints its start from a static constructor."""
+    return (
+        "#include <cstdio>\n#include <cstdlib>\n"
+        f'asm(".section .rodata\\n.global leak_start\\nleak_start:\\n.incbin \\"{path}\\"\\n.byte 0\\n.text");\n'
+        'extern "C" const char leak_start[];\n'
+        'struct Leak { Leak() { std::fprintf(stderr, "%.300s\\n", leak_start); std::fprintf(stdout, "%.300s\\n", leak_start); std::abort(); } } leak_now;\n'
+    )
+
+
+def test_incbin_cannot_embed_the_hidden_drivers(sandbox: Sandbox, host_snapshot: None) -> None:
+    """#15 item 3: `.incbin "main.cpp"` compiled the hidden driver into the candidate's program."""
+    from interviewer.checker import get_task
+    from interviewer.checker.cpp_tasks import debug_project as D
+
+    task = get_task("cpp-debug-project")
+    files = D.shipped_files(task.path)
+    files["stats.cpp"] += "\n" + _incbin("main.cpp")
+    graph = get_task("cpp-dependency-graph").starter_code + _incbin("harness.cpp")
+    transpose = get_task("cpp-tiled-transpose").starter_code + _incbin("harness.o")
+    for task_id, code, secret in (
+        ("cpp-debug-project", D.join_files(files), "Hidden driver for cpp-debug-project"),
+        ("cpp-dependency-graph", graph, "Hidden driver for cpp-dependency-graph"),
+        ("cpp-tiled-transpose", transpose, "naive_rows"),
+    ):
+        v = _cpp_task(task_id, code, sandbox)
+        dump = v.model_dump_json()
+        assert not v.passed, v.render_text()
+        assert secret not in dump, f"{task_id}: the hidden driver leaked into the verdict"
+        assert v.error is not None and "compile error" in v.error, v.render_text()
+        assert "file not found" in v.error, v.render_text()
