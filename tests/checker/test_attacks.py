@@ -606,24 +606,45 @@ def _incbin(path: str) -> str:
     )
 
 
-def test_incbin_cannot_embed_the_hidden_drivers(sandbox: Sandbox, host_snapshot: None) -> None:
+INCBIN_TARGETS = {
+    "cpp-debug-project": ("main.cpp", "Hidden driver for cpp-debug-project"),
+    "cpp-dependency-graph": ("harness.cpp", "Hidden driver for cpp-dependency-graph"),
+    "cpp-tiled-transpose": ("harness.o", "naive_rows"),
+}
+
+
+@pytest.mark.parametrize("task_id", list(INCBIN_TARGETS))
+def test_incbin_cannot_embed_the_hidden_drivers(task_id: str, sandbox: Sandbox, host_snapshot: None) -> None:
     """#15 item 3: `.incbin "main.cpp"` compiled the hidden driver into the candidate's program."""
     from interviewer.checker import get_task
     from interviewer.checker.cpp_tasks import debug_project as D
 
-    task = get_task("cpp-debug-project")
-    files = D.shipped_files(task.path)
-    files["stats.cpp"] += "\n" + _incbin("main.cpp")
-    graph = get_task("cpp-dependency-graph").starter_code + _incbin("harness.cpp")
-    transpose = get_task("cpp-tiled-transpose").starter_code + _incbin("harness.o")
-    for task_id, code, secret in (
-        ("cpp-debug-project", D.join_files(files), "Hidden driver for cpp-debug-project"),
-        ("cpp-dependency-graph", graph, "Hidden driver for cpp-dependency-graph"),
-        ("cpp-tiled-transpose", transpose, "naive_rows"),
-    ):
-        v = _cpp_task(task_id, code, sandbox)
-        dump = v.model_dump_json()
-        assert not v.passed, v.render_text()
-        assert secret not in dump, f"{task_id}: the hidden driver leaked into the verdict"
-        assert v.error is not None and "compile error" in v.error, v.render_text()
-        assert "file not found" in v.error, v.render_text()
+    target, secret = INCBIN_TARGETS[task_id]
+    task = get_task(task_id)
+    if task_id == "cpp-debug-project":
+        files = D.shipped_files(task.path)
+        files["stats.cpp"] += "\n" + _incbin(target)
+        code = D.join_files(files)
+    else:
+        code = task.starter_code + _incbin(target)
+    v = _cpp_task(task_id, code, sandbox)
+    assert not v.passed, v.render_text()
+    assert secret not in v.model_dump_json(), f"{task_id}: the hidden driver leaked into the verdict"
+    assert v.error is not None and "compile error" in v.error, v.render_text()
+    assert "file not found" in v.error, v.render_text()
+
+
+def test_deep_json_in_the_training_tasks_results_does_not_crash_the_grader(
+    sandbox: Sandbox, host_snapshot: None
+) -> None:
+    """#15 item 4: attention-train's own results file is parsed with the same limits (no RecursionError)."""
+    from .conftest import reference
+
+    junk = (
+        "with open('results.jsonl', 'a') as f:\n"
+        "    f.write('[' * 100000 + ']' * 100000 + '\\n')\n"
+        "    f.write('{\"case\": \"two\", \"losses\": [' + '9' * 5000 + ']}\\n')\n"
+    )
+    v = check("attention-train", junk + reference("attention-train"), sandbox=sandbox, prewarm=False)
+    assert v.error is None, v.render_text()
+    assert len(v.model_dump_json()) < 100_000

@@ -276,7 +276,7 @@ def _speed_check(
     best = max(timings, key=lambda t: t.ratio)
     ratios = ", ".join(f"{t.ratio:.2f}" for t in timings)
     detail = (
-        f"best CPU time of {best.reps} interleaved runs: naive row-order {best.rows_first / 1e6:.1f} ms, "
+        f"{rows}x{cols} matrix, best CPU time of {best.reps} interleaved runs: naive row-order {best.rows_first / 1e6:.1f} ms, "
         f"column-order {best.cols_first / 1e6:.1f} ms, yours {best.cand / 1e6:.1f} ms; speedup "
         f"over the faster naive loop {best.ratio:.2f}x (run(s): {ratios}; need {MIN_SPEEDUP:.2f}x)"
     )

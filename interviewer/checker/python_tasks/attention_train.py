@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from interviewer.checker import channel
 from interviewer.checker.models import TaskInfo, TestResult, Verdict
 from interviewer.checker.python_tasks.common import missing_reason, run_error, syntax_error, verdict
 from interviewer.checker.sandbox import Sandbox
@@ -124,8 +125,8 @@ def grade(task: TaskInfo, code: str, sandbox: Sandbox) -> Verdict:
     recs: dict[str, dict[str, Any]] = {}
     for line in run.files.get("results.jsonl", b"").decode("utf-8", "replace").splitlines():
         try:
-            rec = json.loads(line)
-        except json.JSONDecodeError:
+            rec = channel.loads_bounded(line)  # deep, huge or malformed lines are skipped, never raised
+        except channel.ResultError:
             continue
         if isinstance(rec, dict) and isinstance(rec.get("case"), str):
             recs.setdefault(rec["case"], rec)
