@@ -27,7 +27,7 @@ GROUPS = {
     ),
     "forged Python passes (patched comparisons, fake files, early exits)": ("forged_passes",),
     "NumPy-only rule (exec/eval, torch, getattr, importlib, ctypes at run time)": ("numpy_only",),
-    "results channel (forged lines, deep JSON, huge ints, 15 MB values)": ("results_channel", "hostile_result"),
+    "results channel (forged lines, deep JSON, huge ints, 15 MB values)": ("results_channel", "hostile_result", "deep_json"),
     "forged C++ passes (skipped timed calls, drawn timed shape, sanitizer hooks)": ("transpose", "sanitizer_hooks"),
     "hidden C++ drivers (.incbin)": ("incbin",),
 }  # fmt: skip
@@ -45,7 +45,7 @@ class Tally:
 
 
 def group_of(nodeid: str) -> str:
-    name = nodeid.split("::")[-1]
+    name = nodeid.split("::")[-1].split("[")[0]  # the test function, not its parameters
     for group, keys in GROUPS.items():
         if any(k in name for k in keys):
             return group

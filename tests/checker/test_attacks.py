@@ -617,10 +617,12 @@ INCBIN_TARGETS = {
 def test_incbin_cannot_embed_the_hidden_drivers(task_id: str, sandbox: Sandbox, host_snapshot: None) -> None:
     """#15 item 3: `.incbin "main.cpp"` compiled the hidden driver into the candidate's program."""
     from interviewer.checker import get_task
+    from interviewer.checker.cpp_tasks import _build
     from interviewer.checker.cpp_tasks import debug_project as D
 
     target, secret = INCBIN_TARGETS[task_id]
     task = get_task(task_id)
+    _build._unit_cache.clear()  # a first check in a fresh process: the driver is compiled now, not reused
     if task_id == "cpp-debug-project":
         files = D.shipped_files(task.path)
         files["stats.cpp"] += "\n" + _incbin(target)
