@@ -639,7 +639,7 @@ def test_incbin_cannot_embed_the_hidden_drivers(task_id: str, sandbox: Sandbox, 
 def test_deep_json_in_the_training_tasks_results_does_not_crash_the_grader(
     sandbox: Sandbox, host_snapshot: None
 ) -> None:
-    """#15 item 4: attention-train's own results file is parsed with the same limits (no RecursionError)."""
+    """#15 item 4: attention-train's results file is signed and parsed with limits (it raised RecursionError)."""
     from .conftest import reference
 
     junk = (
@@ -648,5 +648,5 @@ def test_deep_json_in_the_training_tasks_results_does_not_crash_the_grader(
         "    f.write('{\"case\": \"two\", \"losses\": [' + '9' * 5000 + ']}\\n')\n"
     )
     v = check("attention-train", junk + reference("attention-train"), sandbox=sandbox, prewarm=False)
-    assert v.error is None, v.render_text()
+    assert not v.passed and v.error and "not written by the test harness" in v.error, v.render_text()
     assert len(v.model_dump_json()) < 100_000

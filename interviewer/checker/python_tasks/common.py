@@ -181,39 +181,55 @@ def prewarm_harness(sandbox: Sandbox, limits: Limits, *, torch: bool) -> bool:
     return sandbox.prewarm({"harness.py": HARNESS.read_bytes()}, harness_argv(torch), limits)
 
 
+@dataclass
+class SignedRun:
+    """The harness's verified records by case (first wins), arrays by case, and a whole-run problem."""
+
+    records: dict[str, dict[str, Any]] = field(default_factory=dict)
+    arrays: dict[str, bytes | None] = field(default_factory=dict)  # None: the file was changed afterwards
+    problem: str | None = None
+
+
+def read_signed_run(run: RunResult, key: str) -> SignedRun:
+    """Verify ``results.jsonl`` line by line; never raises on what the box wrote."""
+    signed = channel.read_signed(run.files.get("results.jsonl", b""), key)
+    out = SignedRun(problem=channel.forged_message(signed.forged) if signed.forged else None)
+    for item in signed.items:
+        if "violation" in item:
+            out.problem = out.problem or f"rule broken at run time: {str(item['violation'])[:500]}"
+            continue
+        if "oversize" in item:
+            out.problem = out.problem or f"the run was stopped: {str(item['oversize'])[:300]}"
+            continue
+        try:
+            rec = channel.loads_bounded(str(item.get("msg", "")))
+        except channel.ResultError as e:
+            out.problem = out.problem or str(e)
+            continue
+        if not isinstance(rec, dict) or not isinstance(rec.get("case"), str) or rec["case"] in out.records:
+            continue  # first record wins: later lines cannot overwrite
+        out.records[rec["case"]] = rec
+        name = item.get("npz")
+        if isinstance(name, str):
+            data = run.files.get(name)
+            ok = data is not None and hashlib.sha256(data).hexdigest() == item.get("sha256")
+            out.arrays[rec["case"]] = data if ok else None
+    return out
+
+
 def parse_outputs(run: RunResult, cases: list[Case], key: str) -> dict[str, CaseOutput]:
     """Match the box's signed records to the cases; anything forged, malformed or missing is an error.
 
     Never raises on what the box wrote: deep, huge or malformed values become that case's error.
     """
-    signed = channel.read_signed(run.files.get("results.jsonl", b""), key)
-    records: dict[str, dict[str, Any]] = {}
-    import_error: str | None = None
-    run_problem: str | None = channel.forged_message(signed.forged) if signed.forged else None
-    for item in signed.items:
-        if "violation" in item:
-            run_problem = run_problem or f"rule broken at run time: {str(item['violation'])[:500]}"
-            continue
-        if "oversize" in item:
-            run_problem = run_problem or f"the run was stopped: {str(item['oversize'])[:300]}"
-            continue
-        try:
-            rec = channel.loads_bounded(str(item.get("msg", "")))
-        except channel.ResultError as e:
-            run_problem = run_problem or str(e)
-            continue
-        if not isinstance(rec, dict) or not isinstance(rec.get("case"), str):
-            continue
-        if isinstance(item.get("npz"), str):
-            rec["_npz"], rec["_sha256"] = item["npz"], item.get("sha256")
-        if rec["case"] == "__import__":
-            import_error = str(rec.get("error", "import failed"))[:1000]
-        records.setdefault(rec["case"], rec)  # first record wins: later lines cannot overwrite
+    signed = read_signed_run(run, key)
+    imp = signed.records.get("__import__")
+    import_error = str(imp.get("error", "import failed"))[:1000] if imp else None
     out: dict[str, CaseOutput] = {}
     for c in cases:
-        rec = records.get(c.name)
-        if run_problem is not None:
-            out[c.name] = CaseOutput(error=run_problem)
+        rec = signed.records.get(c.name)
+        if signed.problem is not None:
+            out[c.name] = CaseOutput(error=signed.problem)
         elif import_error is not None:
             out[c.name] = CaseOutput(error=f"importing your code failed: {import_error}")
         elif rec is None:
@@ -223,16 +239,15 @@ def parse_outputs(run: RunResult, cases: list[Case], key: str) -> dict[str, Case
         elif c.json:
             out[c.name] = CaseOutput(value=rec.get("value"))
         else:
-            out[c.name] = _case_arrays(run, rec)
+            out[c.name] = _case_arrays(signed, c.name)
     return out
 
 
-def _case_arrays(run: RunResult, rec: dict[str, Any]) -> CaseOutput:
-    name = rec.get("_npz")
-    data = run.files.get(name) if isinstance(name, str) else None
-    if data is None:
+def _case_arrays(signed: SignedRun, name: str) -> CaseOutput:
+    if name not in signed.arrays:
         return CaseOutput(error="no output arrays came back for this case")
-    if hashlib.sha256(data).hexdigest() != rec.get("_sha256"):
+    data = signed.arrays[name]
+    if data is None:
         return CaseOutput(error="the returned arrays were changed after the harness wrote them: not counted")
     try:
         return CaseOutput(arrays=_npz_arrays(data))
