@@ -650,3 +650,32 @@ def test_deep_json_in_the_training_tasks_results_does_not_crash_the_grader(
     v = check("attention-train", junk + reference("attention-train"), sandbox=sandbox, prewarm=False)
     assert not v.passed and v.error and "not written by the test harness" in v.error, v.render_text()
     assert len(v.model_dump_json()) < 100_000
+
+
+KEY_HUNT = """
+import os
+found = []
+if os.path.exists(".key"):
+    found.append("key file")
+ppid = os.getppid()
+for path in (f"/proc/{ppid}/mem", f"/proc/{ppid}/environ", f"/proc/{ppid}/fd/3", f"/proc/{ppid}/maps"):
+    try:
+        with open(path, "rb") as f:
+            f.read(16)
+        found.append(path)
+    except OSError:
+        pass
+try:
+    found += [f"fd {n}" for n in os.listdir(f"/proc/{ppid}/fd")]
+except OSError:
+    pass
+raise RuntimeError("reachable: " + repr(found))
+"""
+
+
+def test_the_signing_key_and_the_harness_are_out_of_reach(
+    fast_content: Path, sandbox: Sandbox, host_snapshot: None
+) -> None:
+    """#15 item 4: the key file is gone and the relaying parent's memory and fds cannot be opened."""
+    v = check("merge-intervals", KEY_HUNT, sandbox=sandbox)
+    assert "reachable: []" in v.render_text(), v.render_text()
