@@ -27,7 +27,7 @@ GROUPS = {
     ),
     "forged Python passes (patched comparisons, fake files, early exits)": ("forged_passes",),
     "NumPy-only rule (exec/eval, torch, getattr, importlib, ctypes at run time)": ("numpy_only",),
-    "results channel (forged lines, key hunt, deep JSON, huge ints, 15 MB values)": ("results_channel", "hostile_result", "deep_json", "out_of_reach"),
+    "results channel (forged lines, key hunt, frame flood, deep JSON, huge ints, 15 MB values)": ("results_channel", "hostile_result", "deep_json", "out_of_reach", "flood_of_result"),
     "forged C++ passes (skipped timed calls, drawn timed shape, sanitizer hooks)": ("transpose", "sanitizer_hooks"),
     "hidden C++ drivers (.incbin)": ("incbin",),
 }  # fmt: skip

@@ -679,3 +679,20 @@ def test_the_signing_key_and_the_harness_are_out_of_reach(
     """#15 item 4: the key file is gone and the relaying parent's memory and fds cannot be opened."""
     v = check("merge-intervals", KEY_HUNT, sandbox=sandbox)
     assert "reachable: []" in v.render_text(), v.render_text()
+
+
+def test_a_flood_of_result_frames_is_cut(fast_content: Path, sandbox: Sandbox, host_snapshot: None) -> None:
+    """#15 item 4: the child may write to its own pipe, but the relay caps how much it takes."""
+    code = (
+        "import os\n"
+        "for n in range(4096):\n"
+        "    if os.path.exists(f'/proc/self/fd/{n}') and os.readlink(f'/proc/self/fd/{n}').startswith('pipe:'):\n"
+        "        for _ in range(5000):\n"
+        "            try:\n"
+        "                os.write(n, b'R' + (2).to_bytes(8, 'big') + b'{}')\n"
+        "            except OSError:\n"
+        "                break\n" + MERGE_OK
+    )
+    v = check("merge-intervals", code, sandbox=sandbox)
+    text = v.render_text()
+    assert not v.passed and "more than 1000 results were sent" in text, text

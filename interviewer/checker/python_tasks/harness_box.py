@@ -34,6 +34,7 @@ import numpy as np
 KEY_FILE = ".key"
 MAX_RECORD = 1 << 20  # bytes of one JSON record from the child
 MAX_ARRAYS = 16 << 20  # bytes of one case's .npz from the child
+MAX_FRAMES = 1000  # frames from the child in one run (a few per case)
 
 
 def _short_tb(exc: BaseException) -> str:
@@ -275,7 +276,7 @@ def parent(fd: int, key: bytes, pid: int, res: Any) -> int:
         res.write(tag + b" " + payload + b"\n")
         res.flush()
 
-    seq = 0
+    seq = frames = 0
     pending: str | None = None
     digest = ""
     while True:
@@ -284,6 +285,11 @@ def parent(fd: int, key: bytes, pid: int, res: Any) -> int:
             break
         kind, size = head[:1], int.from_bytes(head[1:], "big")
         cap = MAX_ARRAYS if kind == b"A" else MAX_RECORD
+        frames += 1
+        if frames > MAX_FRAMES:
+            emit({"seq": seq, "oversize": f"more than {MAX_FRAMES} results were sent in one run"})
+            os.kill(pid, 9)
+            break
         if kind not in (b"A", b"R", b"V") or size > cap:
             what = "returned arrays" if kind == b"A" else "returned value"
             emit({"seq": seq, "oversize": f"the {what} took {size} bytes; the limit is {cap} bytes"})
