@@ -85,6 +85,7 @@ class Settings(BaseSettings):
     stt_model: Literal["tiny.en", "base"] = "tiny.en"  # local Whisper; base is slower and more accurate
     tts_engine: Literal["auto", "piper", "espeak"] = "auto"  # auto: piper, else espeak-ng
     max_audio_seconds: int = Field(default=300, gt=0)  # longest spoken answer accepted
+    end_of_turn_ms: int = Field(default=700, ge=300, le=10_000)  # silence that ends a streamed spoken answer
     # Coding checks: "strict" (bubblewrap, seccomp, cgroup) or "weak" (your own user, at your own risk).
     sandbox: Literal["strict", "weak"] = "strict"
 

@@ -458,9 +458,10 @@ class WhisperSTT:
         return self.transcribe_audio(audio, context=context, name=Path(path).name)
 
     def transcribe_audio(
-        self, audio: Audio, *, context: str | None = None, name: str = "audio"
+        self, audio: Audio, *, context: str | None = None, name: str = "audio", beam_size: int | None = None
     ) -> Transcript:
-        """Transcribe already decoded audio (see :func:`load_audio`)."""
+        """Transcribe already decoded audio (see :func:`load_audio`); ``beam_size`` overrides the engine's
+        (1, greedy, for the short phrases of a streamed answer, where waiting costs more than a rare slip)."""
         with self._lock:
             model = self._load()
             start = time.perf_counter()
@@ -468,7 +469,7 @@ class WhisperSTT:
                 audio.samples,
                 language="en",
                 initial_prompt=_prompt(context),
-                beam_size=self._beam_size,
+                beam_size=beam_size or self._beam_size,
                 vad_filter=self._vad,
                 # Each 30 s window is prompted with the question, not the previous window: a misheard phrase
                 # then cannot repeat itself through the rest of a long answer.

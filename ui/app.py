@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import logging
 import secrets
@@ -51,6 +52,40 @@ def _shown(chat: Chat) -> Chat:
     return [{**m, "content": inert_markdown(m["content"])} if m["role"] == "user" else m for m in chat]
 
 
+@dataclasses.dataclass
+class _Listening:
+    """An answer being spoken into the streaming microphone, and the text typed before it."""
+
+    answer: Any  # interviewer.speech_stream.SpokenAnswer (imported lazily: speech is optional at startup)
+    prefix: str
+    interrupted: bool = False
+
+
+# The interviewer's voice arrives a sentence at a time: the page queues the pieces and plays them in order;
+# an empty value (the candidate started talking) or the stop button silences it.
+_VOICE_QUEUE_JS = """(v) => {
+  const q = (window.__interviewerVoice ||= {queue: [], el: null, played: []});
+  const stop = () => { q.queue.length = 0; if (q.el) { q.el.pause(); q.el = null; } };
+  if (!v || !v.url) { stop(); return; }
+  const next = () => {
+    if (q.el || !q.queue.length) return;
+    const url = q.queue.shift();
+    const a = new Audio(url);
+    q.el = a;
+    q.played.push(url);
+    a.onended = a.onerror = () => { q.el = null; next(); };
+    a.play().catch(() => { q.el = null; next(); });
+  };
+  q.queue.push(v.url);
+  next();
+}"""
+_VOICE_STOP_JS = """(...args) => {
+  const q = window.__interviewerVoice;
+  if (q) { q.queue.length = 0; if (q.el) { q.el.pause(); q.el = null; } }
+  return args;
+}"""
+
+
 REPORT_TTL_SECONDS = 900  # a report download link works this long, then the file is gone
 MAX_UPLOAD = "10mb"  # resumes and recordings; Gradio refuses bigger uploads before they reach a handler
 NO_MODEL_SWITCH = (
@@ -76,6 +111,10 @@ class App:
         self._locks_guard = threading.Lock()
         # sid -> (owner, events seen, interview): typing events reuse the open interview while nothing moved
         self._typing: dict[str, tuple[str, int, Interview]] = {}
+        # sid -> the answer being spoken into the streaming microphone; sid -> stops the interviewer's voice
+        self._spoken: dict[str, _Listening] = {}
+        self._voice_stop: dict[str, threading.Event] = {}
+        self._vad: Any = None
 
     # helpers -------------------------------------------------------------------------------------
     def _owner(self, token: str | None, request: gr.Request | None) -> str:
@@ -270,6 +309,7 @@ class App:
                 return
         except InterviewerError as e:
             raise gr.Error(str(e)) from e
+        self._spoken.pop(sid or "", None)  # a spoken answer being sent: the microphone starts a new one
         mode, extra = "typed", None
         if spoken and spoken.get("transcript"):
             # Spoken if the text sent is (an edit of) the transcript; the audio's length goes in the log.
@@ -286,16 +326,47 @@ class App:
             raise gr.Error(str(e)) from e
         history = _shown(it.messages())
         yield history, "", self._status(it), *_NO_CHANGE, gr.update(), None
-        for text in it.advance():
+        last_wav: Path | None = None
+        for text, wav in self._voiced(it, voice_on):
+            last_wav = wav or last_wav
             yield (
                 [*history, {"role": "assistant", "content": text}],
                 "",
                 self._status(it),
                 *_NO_CHANGE,
-                gr.update(),
+                str(wav) if wav else gr.update(),
                 None,
             )
-        yield _shown(it.messages()), "", self._status(it), *self._coding(it), self._speak(it, voice_on), None
+        voice = (
+            str(last_wav) if last_wav else gr.update()
+        )  # the same piece again: the page does not replay it
+        yield _shown(it.messages()), "", self._status(it), *self._coding(it), voice, None
+
+    def _voiced(self, it: Interview, voice_on: bool) -> Iterator[tuple[str, Path | None]]:
+        """The reply as it streams, with a WAV each time a sentence of it is voiced (when the voice is on)."""
+        if not voice_on:
+            yield from ((text, None) for text in it.advance())
+            return
+        from interviewer.speech import get_tts
+        from interviewer.speech_stream import voice_pieces
+
+        stop = threading.Event()
+        self._voice_stop[it.session_id] = stop  # the candidate speaking, or the stop button, sets it
+        errors: list[Exception] = []
+        out = self.rt.settings.data_dir / "audio" / f"{it.session_id}-{len(it.messages())}"
+        try:
+            yield from voice_pieces(
+                it.advance(), get_tts(self.rt.settings), out, stop=stop, on_error=errors.append
+            )
+        finally:
+            if errors:
+                gr.Warning(f"The interviewer's voice is unavailable: {errors[0]}")
+
+    def stop_voice(self, sid: str | None) -> None:
+        """The candidate interrupts the interviewer: no more of the reply is voiced (the page stops playing)."""
+        stop = self._voice_stop.get(sid or "")
+        if stop is not None:
+            stop.set()
 
     def send_if_auto(
         self,
@@ -370,6 +441,86 @@ class App:
         except InterviewerError as e:
             raise gr.Error(str(e)) from e
         return tr.text, {"transcript": tr.text, "seconds": round(tr.seconds, 2)}
+
+    def listen(
+        self,
+        chunk: tuple[int, Any] | None,
+        typed: str,
+        sid: str | None,
+        owner: str | None,
+        turns: int,
+        auto: bool = False,
+        request: gr.Request | None = None,
+    ) -> tuple[Any, Any, Any, Any]:
+        """A microphone chunk (streamed): the transcript grows in the answer box and is prefilled.
+
+        A long enough silence ends the turn: with "send spoken answers at once" ``turns`` goes up (which sends
+        it) and the microphone is ignored until it is sent; without, the next words just go on the answer.
+        """
+        nothing = (gr.update(), gr.update(), turns, gr.update())
+        if chunk is None or not sid:
+            return nothing
+        lock = self._locks.get(sid)
+        if lock is not None and lock.locked():
+            return nothing  # the interviewer is replying: this is not the candidate's turn yet
+        listening = self._spoken.get(sid)
+        if listening is not None and listening.answer.ended:
+            return nothing  # this turn is over and on its way
+        if listening is None:
+            try:
+                listening = self._spoken[sid] = self._start_listening(typed, sid, owner, request)
+            except InterviewerError as e:
+                gr.Warning(f"Live transcription is unavailable: {e}")
+                return nothing
+        rate, samples = chunk
+        update = listening.answer.feed(samples, rate)
+        voice: Any = gr.update()
+        if update.speaking and not listening.interrupted:
+            listening.interrupted = True  # the candidate talks over the interviewer: its voice stops
+            self.stop_voice(sid)
+            voice = None
+        ended = update.ended and auto
+        if update.ended and not auto:
+            listening.answer.continue_turn()  # a pause, not a turn: the next words go on the same answer
+        if not (update.grew or update.ended) or not update.transcript:
+            return gr.update(), gr.update(), turns, voice
+        spoken = {"transcript": update.transcript, "seconds": round(listening.answer.seconds, 2)}
+        return listening.prefix + update.transcript, spoken, turns + (1 if ended else 0), voice
+
+    def listen_stop(
+        self, typed: str, sid: str | None, owner: str | None, turns: int, request: gr.Request | None = None
+    ) -> tuple[Any, Any, Any]:
+        """The microphone stopped before a silence ended the turn: transcribe the rest and end it now."""
+        listening = self._spoken.pop(sid or "", None)
+        if listening is None or listening.answer.ended or not listening.answer.finish():
+            return gr.update(), gr.update(), turns
+        transcript = listening.answer.transcript
+        spoken = {"transcript": transcript, "seconds": round(listening.answer.seconds, 2)}
+        return listening.prefix + transcript, spoken, turns + 1
+
+    def _start_listening(
+        self, typed: str, sid: str, owner: str | None, request: gr.Request | None
+    ) -> _Listening:
+        from interviewer.speech import get_stt
+        from interviewer.speech_stream import SileroVAD, SpokenAnswer, TurnConfig, chunk_transcriber
+
+        if self._vad is None:
+            self._vad = SileroVAD()
+        q = planner.resume_session(self.rt, self._owner(owner, request), sid, read_only=True).question
+        prefix = f"{typed.rstrip()} " if typed and typed.strip() else ""
+
+        def prefill(transcript: str) -> None:
+            # Whole phrases are final, so the trailing space lets the prefill keep their last word.
+            self.typing(prefix + transcript + " ", sid, owner, request)
+
+        answer = SpokenAnswer(
+            chunk_transcriber(get_stt(self.rt.settings)),
+            self._vad.stream(),
+            TurnConfig(end_of_turn_ms=self.rt.settings.end_of_turn_ms),
+            context=q.question if q else None,
+            on_partial=prefill,
+        )
+        return _Listening(answer, prefix)
 
     def run_tests(self, code: str, sid: str | None, owner: str | None, request: gr.Request) -> str:
         """Run the open coding question's hidden tests in the sandbox; the verdict is stored with the turn."""
@@ -616,14 +767,27 @@ def build(runtime: Runtime, *, admin: bool = True, report_ttl: int = REPORT_TTL_
                 label="Your answer", lines=4, placeholder="Type your answer…", elem_id="answer"
             )
             with gr.Row():
+                # Streamed: the transcript grows in the answer box while you talk; a pause ends the turn.
                 mic = gr.Audio(
-                    sources=["microphone"], type="filepath", label="Answer out loud", elem_id="mic", scale=3
+                    sources=["microphone"],
+                    type="numpy",
+                    streaming=True,
+                    label="Answer out loud (live transcript)",
+                    elem_id="mic",
+                    scale=3,
                 )
                 with gr.Column(scale=1):
                     voice_on = gr.Checkbox(False, label="Interviewer speaks (unmute)", elem_id="voice-on")
                     auto_send = gr.Checkbox(False, label="Send spoken answers at once", elem_id="auto-send")
-            voice = gr.Audio(autoplay=True, label="Interviewer's voice", interactive=False, elem_id="voice")
+                    stop_voice_btn = gr.Button("Stop the voice", size="sm", elem_id="stop-voice")
+            with gr.Row():
+                upload = gr.Audio(
+                    sources=["upload"], type="filepath", label="Or upload a recording", elem_id="upload"
+                )
+                # The latest voiced sentence (replayable); the page plays the pieces in order as they come.
+                voice = gr.Audio(label="Interviewer's voice", interactive=False, elem_id="voice")
             spoken = gr.State(None)
+            turns = gr.State(0)  # spoken turns ended by a silence (or by stopping the microphone)
             with gr.Row():
                 send_btn = gr.Button("Send", variant="primary", elem_id="send")
                 clarify_btn = gr.Button("Ask a clarifying question", elem_id="clarify")
@@ -686,9 +850,31 @@ def build(runtime: Runtime, *, admin: bool = True, report_ttl: int = REPORT_TTL_
             queue=False,
             show_progress="hidden",
         )
-        mic.stop_recording(
-            app.transcribe, [mic, answer, sid, owner], [answer, spoken], api_name="transcribe"
+        upload.upload(
+            app.transcribe, [upload, answer, sid, owner], [answer, spoken], api_name="transcribe"
         ).then(
+            app.send_if_auto,
+            [auto_send, answer, sid, owner, spoken, voice_on],
+            send_out,
+            api_visibility="private",
+        )
+        voice.change(None, [voice], None, js=_VOICE_QUEUE_JS)
+        stop_voice_btn.click(app.stop_voice, [sid], None, js=_VOICE_STOP_JS, api_visibility="private")
+        mic.start_recording(app.stop_voice, [sid], None, js=_VOICE_STOP_JS, api_visibility="private")
+        mic.stream(
+            app.listen,
+            [mic, answer, sid, owner, turns, auto_send],
+            [answer, spoken, turns, voice],
+            stream_every=0.25,
+            time_limit=runtime.settings.max_audio_seconds + 30,
+            show_progress="hidden",
+            api_visibility="private",
+        )
+        mic.stop_recording(
+            app.listen_stop, [answer, sid, owner, turns], [answer, spoken, turns], api_visibility="private"
+        )
+        # A spoken turn ended (silence, or the microphone stopped): send it at once when the candidate chose to.
+        turns.change(
             app.send_if_auto,
             [auto_send, answer, sid, owner, spoken, voice_on],
             send_out,

@@ -1,0 +1,466 @@
+"""#13: spoken answers stream: end of turn, growing transcripts fed to prefill, and the voice piece by piece."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from interviewer.errors import InputError, SpeechError
+from interviewer.speech import SAMPLE_RATE, PiperTTS, WhisperSTT, load_audio, word_error_rate
+from interviewer.speech_stream import (
+    WINDOW,
+    SentenceSplitter,
+    SileroVAD,
+    SpokenAnswer,
+    TurnConfig,
+    TurnDetector,
+    voice_pieces,
+)
+
+MS = SAMPLE_RATE // 1000
+
+
+def windows(ms: int) -> int:
+    return (ms * MS + WINDOW - 1) // WINDOW
+
+
+def run(detector: TurnDetector, probs: list[float]) -> list[tuple[str, int]]:
+    events = []
+    for i, p in enumerate(probs):
+        e = detector.push(p)
+        if e is not None:
+            events.append((e.kind, i))
+    return events
+
+
+# ----------------------------------------------------------------------------------------------- turn detector
+
+
+def test_the_turn_ends_once_after_the_silence_and_not_in_short_pauses() -> None:
+    speech, pause = [0.9] * windows(1500), [0.05] * windows(400)
+    probs = [0.02] * windows(500) + speech + pause + speech + pause + speech + [0.02] * windows(3000)
+    events = run(TurnDetector(TurnConfig(end_of_turn_ms=700, pause_ms=250)), probs)
+    kinds = [k for k, _ in events]
+    assert kinds == ["start", "pause", "pause", "pause", "end"], events
+    last_speech = len(probs) - windows(3000) - 1
+    end_at = events[-1][1]
+    # The end fires in the window where 700 ms of silence have passed: not before, and not a window later.
+    assert (end_at - last_speech) * WINDOW >= 700 * MS
+    assert (end_at - last_speech - 1) * WINDOW < 700 * MS
+
+
+def test_end_of_turn_is_configurable_and_a_longer_pause_is_not_an_end_below_it() -> None:
+    probs = [0.9] * windows(1000) + [0.0] * windows(900) + [0.9] * windows(1000) + [0.0] * windows(1500)
+    assert [k for k, _ in run(TurnDetector(TurnConfig(end_of_turn_ms=1200)), probs)] == [
+        "start",
+        "pause",
+        "pause",
+        "end",
+    ]
+    short = run(TurnDetector(TurnConfig(end_of_turn_ms=700)), probs)
+    assert [k for k, _ in short] == ["start", "pause", "end"]  # 900 ms is a turn end at 700 ms
+    with pytest.raises(InputError, match="INTERVIEWER_END_OF_TURN_MS"):
+        TurnConfig(end_of_turn_ms=200, pause_ms=250)
+
+
+def test_clicks_do_not_start_a_turn_nor_reset_the_silence() -> None:
+    d = TurnDetector(TurnConfig(end_of_turn_ms=700, min_speech_ms=90))
+    assert run(d, [0.02, 0.95, 0.02, 0.02, 0.9, 0.02] * 20) == []  # one-window blips: no turn
+    assert not d.started
+    probs = [0.9] * windows(800) + [0.0] * windows(400) + [0.95] + [0.0] * windows(400)
+    events = run(TurnDetector(TurnConfig(end_of_turn_ms=700)), probs)
+    # The blip inside the silence does not restart the 700 ms count.
+    assert [k for k, _ in events] == ["start", "pause", "end"]
+    assert events[-1][1] == windows(800) + windows(700) - 1
+
+
+def test_uncertain_windows_inside_speech_stay_speech() -> None:
+    # silero's hysteresis: 0.4 is below the threshold but above threshold - 0.15, so it does not open a pause.
+    probs = [0.9] * 20 + [0.4] * windows(1000) + [0.9] * 5 + [0.0] * windows(800)
+    assert [k for k, _ in run(TurnDetector(), probs)] == ["start", "pause", "end"]
+
+
+# ----------------------------------------------------------------------------------------------- listening, fakes
+
+
+class RecordingSTT:
+    """Returns a scripted phrase per call and records the audio and context it was given."""
+
+    def __init__(self, phrases: list[str]) -> None:
+        self.phrases = list(phrases)
+        self.calls: list[tuple[int, str | None]] = []
+
+    def transcribe_audio(
+        self, audio: Any, *, context: str | None = None, name: str = "audio", beam_size: int | None = None
+    ) -> Any:
+        from interviewer.speech import Transcript
+
+        self.calls.append((len(audio.samples), context))
+        return Transcript(self.phrases.pop(0), audio.seconds, "en", 0.1)
+
+
+def energy_vad(window: np.ndarray) -> float:
+    return 0.99 if float(np.sqrt(np.mean(window * window))) > 0.01 else 0.01
+
+
+def tone(ms: int) -> np.ndarray:
+    t = np.arange(ms * MS) / SAMPLE_RATE
+    return (0.3 * np.sin(2 * np.pi * 200 * t)).astype(np.float32)
+
+
+def silence(ms: int) -> np.ndarray:
+    return np.zeros(ms * MS, np.float32)
+
+
+def test_each_phrase_is_transcribed_once_with_the_transcript_so_far_as_context() -> None:
+    stt = RecordingSTT(["First phrase.", "Second one.", "Third."])
+    partials: list[str] = []
+    ans = SpokenAnswer(stt, energy_vad, context="Why?", on_partial=partials.append)
+    audio = np.concatenate(
+        [silence(200), tone(1200), silence(350), tone(900), silence(400), tone(600), silence(1200)]
+    )
+    ended_at = None
+    for i in range(0, len(audio), 4000):  # 250 ms chunks, as the page streams them
+        chunk = (audio[i : i + 4000] * 32767).astype(np.int16)
+        if ans.feed(chunk, SAMPLE_RATE).ended and ended_at is None:
+            ended_at = i
+    assert ans.ended and ended_at is not None
+    assert partials == ["First phrase.", "First phrase. Second one.", "First phrase. Second one. Third."]
+    assert [c for _, c in stt.calls] == ["Why?", "Why? First phrase.", "Why? First phrase. Second one."]
+    # Each phrase's audio (with its padding) once: no phrase was sent twice, the trailing silence not at all.
+    assert sum(n for n, _ in stt.calls) < len(audio)
+    assert ans.feed(tone(500), SAMPLE_RATE).transcript == partials[-1]  # after the end, nothing changes
+
+
+def test_a_48k_stereo_microphone_is_resampled_and_a_stop_before_the_silence_finishes_the_turn() -> None:
+    stt = RecordingSTT(["Only phrase."])
+    ans = SpokenAnswer(stt, energy_vad)
+    t = np.arange(48_000) / 48_000
+    x = (0.3 * np.sin(2 * np.pi * 200 * t) * 32767).astype(np.int16)
+    ans.feed(np.stack([x, x], axis=1), 48_000)  # (samples, channels), as Gradio hands a stereo microphone
+    assert ans.seconds == pytest.approx(1.0, abs=0.05) and not ans.ended
+    assert ans.finish() == "Only phrase." and ans.ended
+    assert stt.calls[0][0] == pytest.approx(SAMPLE_RATE, rel=0.05)
+
+
+def test_a_failing_prefill_hook_never_loses_the_answer() -> None:
+    def boom(text: str) -> None:
+        raise RuntimeError("server gone")
+
+    ans = SpokenAnswer(RecordingSTT(["Kept."]), energy_vad, on_partial=boom)
+    ans.feed(np.concatenate([tone(500), silence(1000)]), SAMPLE_RATE)
+    assert ans.ended and ans.transcript == "Kept."
+
+
+# ----------------------------------------------------------------------------------------------- speaking
+
+
+def test_sentences_come_out_as_the_reply_grows_the_first_at_a_clause() -> None:
+    reply = (
+        "Right, so if the cache is paged in blocks of sixteen tokens, what happens to fragmentation? "
+        "Think about e.g. a batch of short requests. And what breaks without it?"
+    )
+    sp = SentenceSplitter(min_first_words=5)
+    got: list[tuple[int, str]] = []
+    for n in range(1, len(reply) + 1):  # a token at a time (here, a character)
+        got += [(n, p) for p in sp.feed(reply[:n])]
+    got += [(len(reply), p) for p in sp.flush()]
+    pieces = [p for _, p in got]
+    assert pieces == [
+        "Right, so if the cache is paged in blocks of sixteen tokens,",
+        "what happens to fragmentation?",
+        "Think about e.g. a batch of short requests.",
+        "And what breaks without it?",
+    ]
+    # The first piece is out as soon as its clause ends, long before the reply is complete.
+    assert got[0][0] == reply.index("tokens, ") + len("tokens, ")
+    assert " ".join(pieces) == " ".join(reply.split())
+    assert sp.flush() == []
+
+
+def test_a_rewritten_reply_is_spoken_from_where_it_changed() -> None:
+    sp = SentenceSplitter()
+    assert sp.feed("Why is the decoder memory bound? Consider the") == ["Why is the decoder memory bound?"]
+    assert sp.feed("Why is the decoder memory bound? Think about bandwidth. ") == ["Think about bandwidth."]
+    assert sp.flush() == []
+
+
+class RecordingTTS:
+    """Writes a tiny WAV per piece and records when each was asked for, relative to the reply's tokens."""
+
+    def __init__(self, log: list[str], gate: threading.Event | None = None) -> None:
+        self.log = log
+        self.gate = gate
+
+    def synthesize(self, text: str, out_path: Any) -> Path:
+        if self.gate is not None:
+            self.gate.wait(5)
+        self.log.append(f"tts:{text}")
+        p = Path(out_path)
+        p.write_bytes(b"RIFF")
+        return p
+
+
+def test_the_voice_starts_on_the_first_sentence_while_the_reply_still_streams(tmp_path: Path) -> None:
+    log: list[str] = []
+    words = "Good. Now, why does the prefill stay compute bound? And what would change on a bigger GPU?"
+
+    def reply() -> Iterator[str]:
+        toks = words.split(" ")
+        for i in range(1, len(toks) + 1):
+            log.append(f"token:{i}")
+            yield " ".join(toks[:i])
+            threading.Event().wait(0.02)  # the model's pace: the worker voices meanwhile
+
+    out = list(voice_pieces(reply(), RecordingTTS(log), tmp_path))
+    assert out[-1][0] == words
+    wavs = [w for _, w in out if w is not None]
+    assert [w.name for w in wavs] == ["piece-000.wav", "piece-001.wav"]
+    tts_calls = [e for e in log if e.startswith("tts:")]
+    assert tts_calls == [
+        "tts:Good. Now, why does the prefill stay compute bound?",
+        "tts:And what would change on a bigger GPU?",
+    ]
+    first_tts = log.index(tts_calls[0])
+    assert first_tts < log.index(f"token:{len(words.split(' '))}"), log  # voiced before the reply ended
+
+
+def test_stopping_the_voice_drops_the_pieces_not_yet_spoken(tmp_path: Path) -> None:
+    log: list[str] = []
+    gate = threading.Event()
+    stop = threading.Event()
+    text = "First sentence is here. Second sentence is here. Third sentence is here."
+
+    def reply() -> Iterator[str]:
+        yield text
+        stop.set()  # the candidate starts speaking while the first piece is being voiced
+        gate.set()
+        yield text
+
+    out = list(voice_pieces(reply(), RecordingTTS(log, gate), tmp_path, stop=stop))
+    assert out[-1][0] == text  # the text is complete on the page
+    assert [w for _, w in out if w is not None] == []  # nothing voiced is played after the interrupt
+    assert len([e for e in log if e.startswith("tts:")]) <= 1
+
+
+def test_a_voice_failure_keeps_the_text(tmp_path: Path) -> None:
+    class Broken:
+        def synthesize(self, text: str, out_path: Any) -> Path:
+            raise SpeechError("no local voice works")
+
+    out = list(voice_pieces(iter(["One whole sentence here. Two more words."]), Broken(), tmp_path))
+    assert out[-1][0] == "One whole sentence here. Two more words."
+    assert all(w is None for _, w in out)
+
+
+# ----------------------------------------------------------------------------------------------- real speech
+
+ANSWER = [
+    "The key value cache grows with every generated token.",
+    "So on a long context the memory runs out before the compute does.",
+    "Paged attention stores it in fixed blocks, which keeps fragmentation low.",
+]
+QUESTION = "Why does long context decoding run out of memory, and what does paged attention change?"
+
+
+@pytest.fixture(scope="module")
+def spoken_answer() -> tuple[np.ndarray, int]:
+    """Three sentences from the piper voice with 400 ms pauses between them, then 1.5 s of silence."""
+    tts = PiperTTS(noise_scale=0.0, noise_w_scale=0.0)
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        parts = [load_audio(tts.synthesize(s, Path(d) / f"{i}.wav")).samples for i, s in enumerate(ANSWER)]
+    gap = np.zeros(400 * MS, np.float32)
+    body = np.concatenate([np.zeros(300 * MS, np.float32), parts[0], gap, parts[1], gap, parts[2]])
+    return np.concatenate([body, np.zeros(1500 * MS, np.float32)]), len(body)
+
+
+@pytest.fixture(scope="module")
+def vad() -> SileroVAD:
+    v = SileroVAD()
+    v.load()
+    return v
+
+
+@pytest.mark.slow
+def test_silero_ends_the_turn_once_after_real_speech_and_not_in_its_pauses(
+    spoken_answer: tuple[np.ndarray, int], vad: SileroVAD
+) -> None:
+    audio, speech_end = spoken_answer
+    stream = vad.stream()
+    d = TurnDetector(TurnConfig(end_of_turn_ms=700))
+    events = []
+    for i in range(0, len(audio) - WINDOW + 1, WINDOW):
+        e = d.push(stream(audio[i : i + WINDOW]))
+        if e is not None:
+            events.append(e)
+    kinds = [e.kind for e in events]
+    assert kinds.count("end") == 1 and kinds[-1] == "end", kinds
+    assert kinds[0] == "start" and kinds.count("pause") >= 2, kinds  # the two 400 ms gaps are pauses
+    end = events[-1]
+    # The silence it measured starts where the voice stops (piper trails off ~0.1-0.2 s before the samples end).
+    assert speech_end - 400 * MS < end.at <= speech_end + WINDOW
+    assert events[0].at < 450 * MS  # speech found at its start (300 ms of silence first)
+
+
+@pytest.fixture(scope="module")
+def tiny() -> WhisperSTT:
+    stt = WhisperSTT("tiny.en")
+    stt.load()
+    return stt
+
+
+def feed_in_real_time_chunks(ans: SpokenAnswer, audio: np.ndarray, seconds: float = 0.25) -> list[str]:
+    seen = []
+    step = int(seconds * SAMPLE_RATE)
+    for i in range(0, len(audio), step):
+        u = ans.feed((audio[i : i + step] * 32767).astype(np.int16), SAMPLE_RATE)
+        if u.grew:
+            seen.append(u.transcript)
+        if u.ended:
+            break
+    return seen
+
+
+@pytest.mark.slow
+def test_the_transcript_grows_phrase_by_phrase_to_the_answer(
+    spoken_answer: tuple[np.ndarray, int], vad: SileroVAD, tiny: WhisperSTT
+) -> None:
+    audio, _ = spoken_answer
+    ans = SpokenAnswer(tiny, vad.stream(), context=QUESTION)
+    seen = feed_in_real_time_chunks(ans, audio)
+    assert ans.ended
+    assert len(seen) >= 3, seen  # one growth per sentence at least: it is shown while the candidate speaks
+    for a, b in itertools.pairwise(seen):
+        assert b.startswith(a + " ")
+    assert word_error_rate(" ".join(ANSWER), ans.transcript) < 0.25, ans.transcript
+
+
+@pytest.mark.slow
+def test_partial_transcripts_prefilled_are_prefixes_of_the_follow_up_prompt(
+    spoken_answer: tuple[np.ndarray, int], vad: SileroVAD, tiny: WhisperSTT, fixture_bank: Any, tmp_path: Path
+) -> None:
+    from interviewer.config import load_settings
+    from interviewer.llm.client import build_port
+    from interviewer.llm.standin import StandinServer
+    from interviewer.session import Interview, Ports
+    from interviewer.store import SessionStore
+
+    def content(m: dict[str, Any]) -> str:
+        c = m.get("content", "")
+        return c if isinstance(c, str) else ""
+
+    audio, _ = spoken_answer
+    with StandinServer(keep_prompts=1000) as server:
+        settings = load_settings(data_dir=tmp_path, base_url=server.base_url, timeout=10.0)
+        port = build_port(settings, base_url=server.base_url, model="standin")
+        assert port.prefiller is not None
+        it = Interview.start(
+            Ports(bank=fixture_bank, store=SessionStore(tmp_path / "s.db"), model=port, owner="me"),
+            ["phone-screen"],
+            per_round=1,
+        )
+        it.advance_all()
+        offered: list[str] = []
+
+        def prefill(transcript: str) -> None:
+            # Whole phrases are final: the trailing space lets the prefill keep the last word too.
+            offered.append(transcript)
+            it.prefill(transcript + " ")
+            assert port.prefiller is not None and port.prefiller.wait_idle(10)
+
+        q = it.question
+        ans = SpokenAnswer(tiny, vad.stream(), context=q.question if q else None, on_partial=prefill)
+        feed_in_real_time_chunks(ans, audio)
+        assert ans.ended and len(offered) >= 2
+        sent_ahead = len(server.stats.prompts)
+        it.submit(ans.transcript, mode="spoken")
+        it.advance_all()
+        prompts = server.stats.prompts
+        finals = [p for p in prompts if ans.transcript + "\n</candidate_answer>" in content(p[-1])]
+        assert len(finals) == 1
+        final_system, final_human = content(finals[0][0]), content(finals[0][-1])
+        partial = [p for p in prompts[:sent_ahead] if "<candidate_answer>\n" in content(p[-1])]
+        partial = [p for p in partial if content(p[-1]).split("<candidate_answer>\n", 1)[1].strip()]
+        assert len(partial) >= 2, "the growing transcript went to the server while the candidate spoke"
+        for p in partial:
+            assert content(p[0]) == final_system
+            assert final_human.startswith(content(p[-1])), "a prefill prompt is not a prefix of the final one"
+        # Before the end of the turn the server had read everything but the last phrase.
+        longest = max(len(content(p[-1])) for p in partial)
+        assert offered[-1] in final_human[:longest]
+
+
+def test_without_auto_send_a_long_silence_is_a_pause_and_the_answer_goes_on() -> None:
+    stt = RecordingSTT(["Part one.", "Part two."])
+    ans = SpokenAnswer(stt, energy_vad)
+    assert ans.feed(np.concatenate([tone(600), silence(900)])).ended
+    ans.continue_turn()
+    assert not ans.feed(silence(2000)).ended  # no new speech: nothing ends, nothing is transcribed
+    u = ans.feed(np.concatenate([tone(600), silence(900)]))
+    assert u.ended and u.transcript == "Part one. Part two." and len(stt.calls) == 2
+
+
+# ----------------------------------------------------------------------------------------------- the page's handlers
+
+
+@pytest.fixture
+def app(tmp_path: Path) -> Iterator[Any]:
+    from interviewer.config import load_settings
+    from interviewer.llm.client import ChatPort
+    from interviewer.llm.fake import ScriptedChatModel
+    from interviewer.runtime import ModelChoice, Runtime
+    from ui.app import App
+
+    from .conftest import FIXTURE_CONTENT
+
+    settings = load_settings(content_dir=FIXTURE_CONTENT, data_dir=tmp_path, retrieval=False)
+    rt = Runtime(settings)
+    rt.set_model(
+        ChatPort(
+            ScriptedChatModel().queue("So which assumption about scaling does that number rely on, exactly?"),
+            name="scripted test model",
+        ),
+        ModelChoice("http://127.0.0.1:1/v1", "s", "scripted test model", False),
+    )
+    try:
+        yield App(rt)
+    finally:
+        rt.close()
+
+
+@pytest.mark.slow
+def test_the_page_streams_the_transcript_ends_the_turn_and_voices_the_reply(
+    app: Any, spoken_answer: tuple[np.ndarray, int]
+) -> None:
+    *_, (_chat, sid, owner, *_rest) = list(app.start("phone-screen", 1, False, None))
+    audio, _ = spoken_answer
+    pcm = (audio * 32767).astype(np.int16)
+    turns, shown, spoken = 0, [], None
+    for i in range(0, len(pcm), 4000):  # 250 ms chunks, as stream_every=0.25 sends them
+        box, sp, turns, _voice = app.listen((16_000, pcm[i : i + 4000]), "", sid, owner, turns, True)
+        if isinstance(box, str):
+            shown.append(box)
+            spoken = sp
+        if turns:
+            break
+    assert turns == 1, "one end of turn, after the final silence"
+    assert len(shown) >= 3 and all(b.startswith(a) for a, b in itertools.pairwise(shown))
+    assert word_error_rate(" ".join(ANSWER), shown[-1]) < 0.25, shown[-1]
+    assert spoken is not None and spoken["transcript"] == shown[-1] and spoken["seconds"] > 5
+    # After the end, the microphone is ignored until the answer is sent.
+    assert app.listen((16_000, pcm[:4000]), shown[-1], sid, owner, turns, True)[2] == turns
+    outs = list(app.send_if_auto(True, shown[-1], sid, owner, spoken, True, None))
+    voices = [o[-2] for o in outs if isinstance(o[-2], str)]
+    assert voices and all(Path(v).stat().st_size > 1000 for v in voices)
+    assert Path(voices[0]).name == "piece-000.wav"  # the reply voiced a piece at a time
+    events = app.rt.store.events(sid)
+    answered = [e.payload for e in events if e.kind == "answered"]
+    assert answered[-1]["mode"] == "spoken" and answered[-1]["text"] == shown[-1]
