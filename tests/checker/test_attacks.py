@@ -208,11 +208,11 @@ FORGERIES = {
         "shape",
     ),
     "fake output files then exit 0": (
-        "numpy-conv2d",
+        "merge-intervals",
         "import json, os\nimport numpy as np\nwith open('results.jsonl', 'w') as f:\n"
         "    for n in range(20):\n        f.write(json.dumps({'case': 'x', 'passed': True}) + '\\n')\n"
         "for i in range(20):\n    np.savez(f'out{i}.npz', r0=np.zeros(3))\nos._exit(0)\n",
-        "exited before this case ran",
+        "not written by the test harness",
     ),
     "early exit 0 at import": ("merge-intervals", "import os\nos._exit(0)\n", "exited before this case ran"),
     "sys.exit(0) at import": ("merge-intervals", "import sys\nsys.exit(0)\n", "importing your code failed"),
@@ -369,3 +369,330 @@ def test_the_hosts_secrets_are_not_in_any_process_of_the_box(
     assert CANARY not in r.stdout and "getenv:" not in r.stdout, (
         "a C++ static constructor read the host's key"
     )
+
+
+# ------------------------------------------------------------------ #15 item 2: NumPy-only, really
+CONV_LOOPS = (
+    "def conv2d(x, w, stride=1, padding=0):\n"
+    "    import numpy as np\n"
+    "    sh, sw = (stride, stride) if isinstance(stride, int) else stride\n"
+    "    ph, pw = (padding, padding) if isinstance(padding, int) else padding\n"
+    "    xp = np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)))\n"
+    "    kh, kw = w.shape[2], w.shape[3]\n"
+    "    ho, wo = (xp.shape[2] - kh) // sh + 1, (xp.shape[3] - kw) // sw + 1\n"
+    "    y = np.zeros((x.shape[0], w.shape[0], ho, wo), dtype=x.dtype)\n"
+    "    for i in range(ho):\n"
+    "        for j in range(wo):\n"
+    "            y[:, :, i, j] = np.einsum('ncij,ocij->no', xp[:, :, i*sh:i*sh+kh, j*sw:j*sw+kw], w)\n"
+    "    return y\n"
+)
+
+NUMPY_ONLY_ATTACKS = {
+    "loops hidden in exec()": f"import numpy as np\nexec({CONV_LOOPS!r})\n",
+    "loops hidden in eval(compile())": f"ns = {{}}\neval(compile({CONV_LOOPS!r}, 's', 'exec'), ns)\nconv2d = ns['conv2d']\n",
+    "torch.nn.functional.conv2d": (
+        "import numpy as np\nimport torch\n"
+        "def conv2d(x, w, stride=1, padding=0):\n"
+        "    y = torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), stride=stride,\n"
+        "                                   padding=padding)\n"
+        "    return y.numpy()\n"
+    ),
+    "torch through __import__": (
+        "def conv2d(x, w, stride=1, padding=0):\n"
+        "    F = __import__('torch').nn.functional\n"
+        "    t = __import__('torch')\n"
+        "    return F.conv2d(t.from_numpy(x), t.from_numpy(w), stride=stride, padding=padding).numpy()\n"
+    ),
+    "np.vectorize through getattr": (
+        "import numpy as np\nvec = getattr(np, 'vector' + 'ize')\n"
+        "def conv2d(x, w, stride=1, padding=0):\n    return vec(lambda v: v)(x)\n"
+    ),
+    "importlib.import_module('torch')": (
+        "import importlib\ntorch = importlib.import_module('tor' + 'ch')\n"
+        "def conv2d(x, w, stride=1, padding=0):\n"
+        "    return torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), stride=stride,\n"
+        "                                      padding=padding).numpy()\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(NUMPY_ONLY_ATTACKS))
+def test_numpy_only_task_refuses_hidden_loops_and_other_libraries(
+    name: str, fast_content: Path, sandbox: Sandbox, host_snapshot: None
+) -> None:
+    v = check("numpy-conv2d", NUMPY_ONLY_ATTACKS[name], sandbox=sandbox)
+    text = v.render_text()
+    assert not v.passed, text
+    assert "[FAIL] NumPy only" in text, text
+
+
+# Passes the syntax-tree check (no exec name, no import but numpy, no private attribute): the loops live in
+# a bytes literal run by the C API through NumPy's own ctypes module. Only the run-time hook sees it.
+CTYPES_GADGET = (
+    "import numpy as np\n"
+    f"np.ctypeslib.ctypes.pythonapi.PyRun_SimpleString(b'import builtins\\n' + {CONV_LOOPS.encode()!r}"
+    " + b'builtins.cv = conv2d\\n')\n"
+    "def conv2d(x, w, stride=1, padding=0):\n"
+    "    return cv(x, w, stride, padding)\n"
+)
+
+
+def test_numpy_only_is_enforced_at_run_time_too(
+    fast_content: Path, sandbox: Sandbox, host_snapshot: None
+) -> None:
+    from interviewer.checker.python_tasks.common import find_loops, numpy_only_problems
+
+    assert find_loops(CTYPES_GADGET) == [] and numpy_only_problems(CTYPES_GADGET) == []
+    v = check("numpy-conv2d", CTYPES_GADGET, sandbox=sandbox)
+    text = v.render_text()
+    assert not v.passed, text
+    assert "NumPy code only" in text and "ctypes" in text, text
+
+
+# ------------------------------------------------------------------ #15 item 4: the results channel
+FORGE_RESULTS = """
+import glob, hmac, hashlib, json, os
+def _right(a, b):
+    out = []
+    for s, e in sorted([*a, *b]):
+        if out and s <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], e)
+        else:
+            out.append([s, e])
+    return out
+spec = json.load(open("spec.json"))
+lines = []
+for c in spec["cases"]:
+    rec = json.dumps({"case": c["name"], "value": _right(**c["scalars"])})
+    lines.append(rec)  # the format of a harness without signatures
+    msg = json.dumps({"seq": 0, "msg": rec})
+    for key in (b"", b"0" * 32):  # a guessed key, signed the harness's way
+        lines.append(hmac.new(key, msg.encode(), hashlib.sha256).hexdigest() + " " + msg)
+data = ("\\n".join(lines) + "\\n").encode()
+targets = glob.glob("/proc/self/fd/*") + glob.glob(f"/proc/{os.getppid()}/fd/*")
+for t in targets:
+    try:
+        if os.readlink(t).endswith("results.jsonl"):
+            os.write(os.open(t, os.O_WRONLY), data)
+    except OSError:
+        pass
+import gc, io
+for o in gc.get_objects():  # the harness's own open handle, if this process has one
+    if isinstance(o, (io.BufferedWriter, io.TextIOWrapper)) and str(getattr(o, "name", "")).endswith("results.jsonl"):
+        o.write(data if isinstance(o, io.BufferedWriter) else data.decode())
+        o.flush()
+with open("results.jsonl", "ab") as f:
+    f.write(data)
+def merge_intervals(a, b):
+    return []  # wrong: the records above are the only right answers
+"""
+
+
+def test_the_results_channel_cannot_be_forged(
+    fast_content: Path, sandbox: Sandbox, host_snapshot: None
+) -> None:
+    """#15 item 4: candidate code wrote the right answers into the harness's own results handle."""
+    v = check("merge-intervals", FORGE_RESULTS, sandbox=sandbox)
+    text = v.render_text()
+    assert not v.passed, text
+    assert "not written by the test harness" in text, text
+
+
+HOSTILE_VALUES = {
+    "deep JSON": ("x = []\nfor _ in range(100000):\n    x = [x]\n", "nested more than 32 levels"),
+    "5,000-digit int": ("x = [[10 ** 5000, 1]]\n", "cannot be sent"),
+    "15 MB value": ("x = [['A' * (15 << 20), 1]]\n", "the limit is 1048576 bytes"),
+}
+
+
+@pytest.mark.parametrize("name", list(HOSTILE_VALUES))
+def test_hostile_result_values_fail_cleanly(
+    name: str, fast_content: Path, sandbox: Sandbox, host_snapshot: None
+) -> None:
+    """#15 item 4: deep JSON, huge ints and 15 MB values crashed the grader or were stored whole."""
+    body, message = HOSTILE_VALUES[name]
+    code = (
+        "def merge_intervals(a, b):\n" + "".join(f"    {ln}\n" for ln in body.splitlines()) + "    return x\n"
+    )
+    v = check("merge-intervals", code, sandbox=sandbox)
+    text = v.render_text()
+    assert not v.passed and message in text, text
+    assert len(v.model_dump_json()) < 100_000, "a huge value reached the verdict"
+    # The same values written straight into the results file (the old way to reach the grader's parser).
+    line = {"deep JSON": "'[' * 100000 + ']' * 100000", "5,000-digit int": "'1' * 5000"}.get(
+        name, "'A' * (15 << 20)"
+    )
+    direct = f"with open('results.jsonl', 'a') as f:\n    f.write({line} + '\\n')\n" + MERGE_OK
+    v = check("merge-intervals", direct, sandbox=sandbox)
+    assert not v.passed and "not written by the test harness" in v.render_text(), v.render_text()
+    assert len(v.model_dump_json()) < 100_000
+
+
+# ------------------------------------------------------------------ #15 item 2: forged C++ passes
+def _cpp_task(task_id: str, code: str, sandbox: Sandbox):
+    return check(task_id, code, sandbox=sandbox, prewarm=False)
+
+
+EARLY_RETURN = """#include <cstddef>
+// Honest on the small shapes; on the timed matrix it does the work only on every 7th call.
+void transpose(const float* src, float* dst, std::size_t rows, std::size_t cols) {
+    static int n = 0;
+    if (rows >= 1024 && cols >= 1024 && ++n % 7) return;
+    for (std::size_t i = 0; i < rows; ++i)
+        for (std::size_t j = 0; j < cols; ++j) dst[j * rows + i] = src[i * cols + j];
+}
+"""
+
+
+def test_transpose_that_skips_timed_calls_fails(sandbox: Sandbox, host_snapshot: None) -> None:
+    """#15 item 2: a naive loop returning early on the timed size passed the speed test."""
+    from interviewer.checker.cpp_tasks import transpose as T
+
+    v = _cpp_task("cpp-tiled-transpose", EARLY_RETURN, sandbox)
+    text = v.render_text()
+    assert not v.passed, text
+    speed = next(t for t in v.tests if t.name == T.SPEED_TEST)
+    assert not speed.passed and "checksum mismatch" in speed.message, text
+    assert all(t.passed for t in v.tests if t.name.startswith("shape")), text
+
+
+def test_transpose_timing_shape_is_drawn_per_run() -> None:
+    import numpy as np
+
+    from interviewer.checker.cpp_tasks import transpose as T
+
+    shapes = {T.timing_shape(np.random.default_rng(seed)) for seed in range(40)}
+    assert len(shapes) > 3 and all(r % 512 == 0 and c % 512 == 0 for r, c in shapes)
+
+
+HOOK_SPELLINGS = {
+    "asm label": 'extern "C" const char* not_a_hook() asm("__ts" "an_default_suppr" "essions");\n'
+    'const char* not_a_hook() { return "race:*\\n"; }\n',
+    "macro-pasted name": "#define CAT(a, b) a##b\n"
+    'extern "C" const char* CAT(__ls, an_default_suppressions)() { return "leak:*\\n"; }\n',
+    "options via asm label": 'extern "C" const char* opts() asm("__as" "an_default_opt" "ions");\n'
+    'const char* opts() { return "detect_leaks=0"; }\n',
+    "call through asm label": 'extern "C" void off() asm("__ls" "an_dis" "able");\n'
+    "struct Off { Off() { off(); } } off_at_start;\n",
+}
+
+
+@pytest.mark.parametrize("name", list(HOOK_SPELLINGS))
+def test_debug_project_refuses_sanitizer_hooks_however_spelled(
+    name: str, sandbox: Sandbox, host_snapshot: None
+) -> None:
+    """#15 item 2: suppression hooks defined through asm labels hid the race and the leak."""
+    from interviewer.checker import get_task
+    from interviewer.checker.cpp_tasks import debug_project as D
+
+    task = get_task("cpp-debug-project")
+    files = D.shipped_files(task.path)
+    files["stats.cpp"] += "\n" + HOOK_SPELLINGS[name]
+    assert D.FORBIDDEN.search(HOOK_SPELLINGS[name]) is None, "the text filter alone would catch this one"
+    v = _cpp_task("cpp-debug-project", D.join_files(files), sandbox)
+    text = v.render_text()
+    assert not v.passed, text
+    assert "[FAIL] no sanitizer hooks" in text and "Nothing was run" in text, text
+
+
+# ------------------------------------------------------------------ #15 item 3: .incbin of hidden files
+def _incbin(path: str) -> str:
+    """C++ that embeds ``path`` at assembly time and prints its start from a static constructor."""
+    return (
+        "#include <cstdio>\n#include <cstdlib>\n"
+        f'asm(".section .rodata\\n.global leak_start\\nleak_start:\\n.incbin \\"{path}\\"\\n.byte 0\\n.text");\n'
+        'extern "C" const char leak_start[];\n'
+        'struct Leak { Leak() { std::fprintf(stderr, "%.300s\\n", leak_start); std::fprintf(stdout, "%.300s\\n", leak_start); std::abort(); } } leak_now;\n'
+    )
+
+
+INCBIN_TARGETS = {
+    "cpp-debug-project": ("main.cpp", "Hidden driver for cpp-debug-project"),
+    "cpp-dependency-graph": ("harness.cpp", "Hidden driver for cpp-dependency-graph"),
+    "cpp-tiled-transpose": ("harness.o", "naive_rows"),
+}
+
+
+@pytest.mark.parametrize("task_id", list(INCBIN_TARGETS))
+def test_incbin_cannot_embed_the_hidden_drivers(task_id: str, sandbox: Sandbox, host_snapshot: None) -> None:
+    """#15 item 3: `.incbin "main.cpp"` compiled the hidden driver into the candidate's program."""
+    from interviewer.checker import get_task
+    from interviewer.checker.cpp_tasks import _build
+    from interviewer.checker.cpp_tasks import debug_project as D
+
+    target, secret = INCBIN_TARGETS[task_id]
+    task = get_task(task_id)
+    _build._unit_cache.clear()  # a first check in a fresh process: the driver is compiled now, not reused
+    if task_id == "cpp-debug-project":
+        files = D.shipped_files(task.path)
+        files["stats.cpp"] += "\n" + _incbin(target)
+        code = D.join_files(files)
+    else:
+        code = task.starter_code + _incbin(target)
+    v = _cpp_task(task_id, code, sandbox)
+    assert not v.passed, v.render_text()
+    assert secret not in v.model_dump_json(), f"{task_id}: the hidden driver leaked into the verdict"
+    assert v.error is not None and "compile error" in v.error, v.render_text()
+    assert "file not found" in v.error, v.render_text()
+
+
+def test_deep_json_in_the_training_tasks_results_does_not_crash_the_grader(
+    sandbox: Sandbox, host_snapshot: None
+) -> None:
+    """#15 item 4: attention-train's results file is signed and parsed with limits (it raised RecursionError)."""
+    from .conftest import reference
+
+    junk = (
+        "with open('results.jsonl', 'a') as f:\n"
+        "    f.write('[' * 100000 + ']' * 100000 + '\\n')\n"
+        "    f.write('{\"case\": \"two\", \"losses\": [' + '9' * 5000 + ']}\\n')\n"
+    )
+    v = check("attention-train", junk + reference("attention-train"), sandbox=sandbox, prewarm=False)
+    assert not v.passed and v.error and "not written by the test harness" in v.error, v.render_text()
+    assert len(v.model_dump_json()) < 100_000
+
+
+KEY_HUNT = """
+import os
+found = []
+if os.path.exists(".key"):
+    found.append("key file")
+ppid = os.getppid()
+for path in (f"/proc/{ppid}/mem", f"/proc/{ppid}/environ", f"/proc/{ppid}/fd/3", f"/proc/{ppid}/maps"):
+    try:
+        with open(path, "rb") as f:
+            f.read(16)
+        found.append(path)
+    except OSError:
+        pass
+try:
+    found += [f"fd {n}" for n in os.listdir(f"/proc/{ppid}/fd")]
+except OSError:
+    pass
+raise RuntimeError("reachable: " + repr(found))
+"""
+
+
+def test_the_signing_key_and_the_harness_are_out_of_reach(
+    fast_content: Path, sandbox: Sandbox, host_snapshot: None
+) -> None:
+    """#15 item 4: the key file is gone and the relaying parent's memory and fds cannot be opened."""
+    v = check("merge-intervals", KEY_HUNT, sandbox=sandbox)
+    assert "reachable: []" in v.render_text(), v.render_text()
+
+
+def test_a_flood_of_result_frames_is_cut(fast_content: Path, sandbox: Sandbox, host_snapshot: None) -> None:
+    """#15 item 4: the child may write to its own pipe, but the relay caps how much it takes."""
+    code = (
+        "import os\n"
+        "for n in range(4096):\n"
+        "    if os.path.exists(f'/proc/self/fd/{n}') and os.readlink(f'/proc/self/fd/{n}').startswith('pipe:'):\n"
+        "        for _ in range(5000):\n"
+        "            try:\n"
+        "                os.write(n, b'R' + (2).to_bytes(8, 'big') + b'{}')\n"
+        "            except OSError:\n"
+        "                break\n" + MERGE_OK
+    )
+    v = check("merge-intervals", code, sandbox=sandbox)
+    text = v.render_text()
+    assert not v.passed and "more than 1000 results were sent" in text, text

@@ -7,6 +7,7 @@ the sandbox tests run it the way a candidate meets it.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -292,8 +293,13 @@ def test_cpu_times_from_the_box_are_plain_numbers_or_ignored() -> None:
         '{"case": "c3", "value": 1, "cpu_seconds": "fast"}',
         '{"case": "c4", "value": 1, "cpu_seconds": 1e300}',
     ]
-    run = RunResult(0, "", "", False, None, 0.1, {"results.jsonl": "\n".join(lines).encode()})
-    out = parse_outputs(run, cases)
+    from interviewer.checker import channel
+
+    key = channel.new_key()  # the results file is signed by the harness (#15): sign the lines the same way
+    payloads = [json.dumps({"seq": i, "msg": line}).encode() for i, line in enumerate(lines)]
+    signed = b"\n".join(channel.sign(key, p).encode() + b" " + p for p in payloads)
+    run = RunResult(0, "", "", False, None, 0.1, {"results.jsonl": signed})
+    out = parse_outputs(run, cases, key)
     assert out["c0"].cpu_seconds == 0.25
     assert [out[f"c{i}"].cpu_seconds for i in range(1, 5)] == [None] * 4
 

@@ -197,3 +197,32 @@ def test_sandbox_mode_comes_from_the_settings(monkeypatch: pytest.MonkeyPatch) -
     assert default_sandbox().mode == "weak"
     monkeypatch.setenv("INTERVIEWER_SANDBOX", "strict")
     assert default_sandbox().mode == "strict"
+
+
+def test_results_channel_parser_is_bounded_and_verifies_signatures() -> None:
+    """#15 item 4: nothing the box writes can raise in the grader or pass unsigned."""
+    from interviewer.checker import channel
+
+    for text, why in (
+        ("[" * 100_000 + "]" * 100_000, "nested 100000 levels"),
+        ("[" + "9" * 5000 + "]", "5000 digits"),
+        ('"' + "A" * (15 << 20) + '"', "the limit is"),
+        ("{not json", "not valid JSON"),
+    ):
+        with pytest.raises(channel.ResultError, match=why):
+            channel.loads_bounded(text)
+    assert channel.loads_bounded('{"a": [1, 2.5, "x"]}') == {"a": [1, 2.5, "x"]}
+    key = channel.new_key()
+    good = b'{"seq": 0, "msg": "{}"}'
+    data = b"\n".join(
+        [
+            channel.sign(key, good).encode() + b" " + good,
+            channel.sign(channel.new_key(), good).encode() + b" " + good,  # another run's key
+            b"deadbeef " + good,
+            good,
+            channel.sign(key, b"[" * 5000).encode() + b" " + b"[" * 5000,  # signed but malformed
+        ]
+    )
+    recs = channel.read_signed(data, key)
+    assert recs.items == [{"seq": 0, "msg": "{}"}]
+    assert recs.forged == 3 and len(recs.problems) == 1

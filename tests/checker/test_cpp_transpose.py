@@ -48,11 +48,11 @@ def test_shape_check_names_the_first_wrong_element_and_guard_writes() -> None:
 
 
 def test_report_parsing_keeps_the_best_of_each_loop() -> None:
-    done, rows, csum = T._parse_report(
-        "shape 0 done\nshape 1 done\ntiming 10 12 5\ntiming 8 20 6\nchecksum 42\n"
+    done, rows, sums = T._parse_report(
+        "shape 0 done\nshape 1 done\ntiming 10 12 5 42\ntiming 8 20 6 43\ntiming 1 1 1\n"
     )
     t = T._timing(rows)
-    assert done == 2 and csum == 42 and t is not None
+    assert done == 2 and sums == [42, 43] and t is not None
     assert (t.rows_first, t.cols_first, t.cand, t.naive) == (8, 12, 5, 8)
     assert t.ratio == pytest.approx(1.6)
 

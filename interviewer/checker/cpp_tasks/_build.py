@@ -158,7 +158,15 @@ class Check:
     message: str
 
 
-_unit_cache: dict[str, bytes] = {}
+@dataclass(frozen=True)
+class Unit:
+    """One compiled translation unit: its object file and its symbol table (``nm -P``, read in the box)."""
+
+    obj: bytes
+    symbols: str
+
+
+_unit_cache: dict[str, Unit] = {}
 _UNIT_CACHE_MAX = 128
 
 
@@ -169,11 +177,25 @@ def compile_units(
     flags: Sequence[str],
     jobs: int = 2,
 ) -> tuple[dict[str, bytes], str]:
-    """Compile each source to an object in a box of its own (``jobs`` at a time); ``(objects, log)``.
+    """Compile each source to an object (see :func:`compile_units_full`); ``(objects, log)``."""
+    units, log = compile_units_full(sandbox, sources, headers, flags, jobs)
+    return {n: u.obj for n, u in units.items()}, log
 
-    Nothing but the compiler runs in that box, so the objects it returns are exactly what the sources
-    compile to, and are cached by sources, headers and flags: a resubmission recompiles only what changed.
-    An empty ``objects`` means the build failed; ``log`` has the errors in source order.
+
+def compile_units_full(
+    sandbox: SandboxLike,
+    sources: Mapping[str, str],
+    headers: Mapping[str, str],
+    flags: Sequence[str],
+    jobs: int = 2,
+) -> tuple[dict[str, Unit], str]:
+    """Compile each source to an object in a box of its own (``jobs`` at a time); ``(units, log)``.
+
+    The box holds exactly ``sources`` and ``headers``: never put a hidden file (a driver) in the same call
+    as candidate code, since ``asm(".incbin ...")`` or ``#include`` would embed it (#15). Nothing but the
+    compiler and ``nm`` runs there, so the objects it returns are exactly what the sources compile to, and
+    are cached by sources, headers and flags: a resubmission recompiles only what changed. An empty
+    result means the build failed; ``log`` has the errors in source order.
     """
     header_key = "\0".join(f"{k}\0{v}" for k, v in sorted(headers.items()))
     keys = {
@@ -181,31 +203,33 @@ def compile_units(
         for name, text in sources.items()
     }
     with _obj_lock:
-        objects = {n: _unit_cache[keys[n]] for n in sources if keys[n] in _unit_cache}
-    todo = [n for n in sources if n not in objects]
+        units = {n: _unit_cache[keys[n]] for n in sources if keys[n] in _unit_cache}
+    todo = [n for n in sources if n not in units]
     if not todo:
-        return objects, ""
+        return units, ""
     lines: list[str] = []
     for k, src in enumerate(todo):
         cmd = shlex.join([CXX, *BASE_FLAGS, *flags, "-c", "-o", f"{src}.o", src])
-        lines.append(f"({cmd} >{shlex.quote(src)}.log 2>&1) &")
+        q = shlex.quote(src)
+        lines.append(f"({cmd} >{q}.log 2>&1 && nm -P {q}.o >{q}.nm 2>>{q}.log) &")
         if (k + 1) % jobs == 0:
             lines.append("wait")
     lines.append("wait")
     files: dict[str, bytes | str] = {**headers, **{n: sources[n] for n in todo}}
-    collect = [f"{n}.{ext}" for n in todo for ext in ("o", "log")]
+    collect = [f"{n}.{ext}" for n in todo for ext in ("o", "log", "nm")]
     res = sandbox.run(files, ["/bin/sh", "-c", "\n".join(lines)], COMPILE_LIMITS, collect=collect)
     log = "".join(res.files.get(f"{n}.log", b"").decode("utf-8", "replace") for n in todo)
     if res.timed_out:
         log += f"\n(the build was stopped: {res.killed_reason})"
-    if any(f"{n}.o" not in res.files for n in todo):
+    if any(f"{n}.o" not in res.files or f"{n}.nm" not in res.files for n in todo):
         return {}, log or f"the compiler failed without a message (exit {res.returncode})"
     with _obj_lock:
         for n in todo:
-            objects[n] = _unit_cache[keys[n]] = res.files[f"{n}.o"]
+            unit = Unit(res.files[f"{n}.o"], res.files[f"{n}.nm"].decode("utf-8", "replace"))
+            units[n] = _unit_cache[keys[n]] = unit
         while len(_unit_cache) > _UNIT_CACHE_MAX:
             _unit_cache.pop(next(iter(_unit_cache)))
-    return objects, log
+    return units, log
 
 
 def link_and_run(
@@ -220,19 +244,47 @@ def link_and_run(
     collect: Sequence[str] = (),
     seccomp: SeccompKind = "strict",
 ) -> BoxRun:
-    """Link ``objects`` (name -> bytes) into ``prog`` and run ``run_argv``, in one box."""
+    """Link ``objects`` (name -> bytes) into ``prog`` and run ``run_argv``, in one box.
+
+    No source is compiled here, and the objects are deleted before the program starts.
+    """
     names = [f"{n}.o" if not n.endswith(".o") else n for n in objects]
     all_files: dict[str, bytes | str] = {**files, **dict(zip(names, objects.values(), strict=True))}
     link = shlex.join([CXX, *flags, "-o", "prog", *names])
     env_prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in (env or {}).items())
     run = f"{env_prefix} exec {shlex.join(run_argv)}".strip()
-    script = f"if {link} >{BUILD_LOG} 2>&1; then : >{BUILD_OK}; else exit 0; fi\n{run}\n"
+    script = (
+        f"if {link} >{BUILD_LOG} 2>&1; then : >{BUILD_OK}; else exit 0; fi\n"
+        f"rm -f -- {shlex.join(names)}\n{run}\n"
+    )
     res = sandbox.run(
         all_files, ["/bin/sh", "-c", script], limits, collect=[BUILD_OK, BUILD_LOG, *collect], seccomp=seccomp
     )
     built = BUILD_OK in res.files
     log = res.files.get(BUILD_LOG, b"").decode("utf-8", "replace")
     return BoxRun(built=built, build_log=log, result=res, files=res.files)
+
+
+def build_separately_and_run(
+    sandbox: SandboxLike,
+    candidate: Mapping[str, str],
+    hidden: Mapping[str, bytes],
+    files: Mapping[str, bytes | str],
+    flags: Sequence[str],
+    run_argv: Sequence[str],
+    *,
+    headers: Mapping[str, str] | None = None,
+    limits: Limits = Limits(),  # noqa: B008 - frozen dataclass
+    collect: Sequence[str] = (),
+) -> BoxRun:
+    """Compile the candidate's sources in a box holding nothing hidden, then link them with the trusted
+    objects (``hidden``: name -> object bytes) and run, in a second box."""
+    objects, log = compile_units(sandbox, candidate, headers or {}, flags)
+    if not objects:
+        return BoxRun(built=False, build_log=log, result=RunResult(None, "", "", False, None, 0.0))
+    return link_and_run(
+        sandbox, {**hidden, **objects}, files, flags, run_argv, limits=limits, collect=collect
+    )
 
 
 def to_verdict(task_id: str, checks: Sequence[Check], seconds: float) -> Verdict:

@@ -27,6 +27,7 @@ from interviewer.checker.cpp_tasks._build import (
     SandboxLike,
     compile_summary,
     compile_units,
+    compile_units_full,
     describe_failure,
     link_and_run,
     tail,
@@ -34,7 +35,7 @@ from interviewer.checker.cpp_tasks._build import (
 )
 from interviewer.checker.models import TaskInfo, Verdict
 from interviewer.checker.sandbox import Limits, RunResult, Sandbox
-from interviewer.errors import InputError
+from interviewer.errors import CheckerError, InputError
 
 MARKER = re.compile(r"^[ \t]*//[ \t]*===[ \t]*file:[ \t]*(?P<name>[^\s=]+)[ \t]*===[ \t]*$", re.MULTILINE)
 HARNESS = "main.cpp"
@@ -48,12 +49,18 @@ COMMON = ("-O1", "-g", "-fno-omit-frame-pointer")
 ASAN_FLAGS = (*COMMON, "-fsanitize=address,undefined", "-fno-sanitize-recover=all")
 TSAN_FLAGS = (*COMMON, "-fsanitize=thread")
 # Environment options win over anything compiled in; exit codes tell the grader which tool fired.
+# Every option the grader relies on is spelled out, suppression files included (none), so nothing compiled
+# into the program decides them; *_default_suppressions hooks are refused by name (see sanitizer_hooks).
 ASAN_ENV = {
-    "ASAN_OPTIONS": "detect_leaks=1:halt_on_error=1:exitcode=86:abort_on_error=0:allocator_may_return_null=1",
-    "LSAN_OPTIONS": "exitcode=87",
-    "UBSAN_OPTIONS": "halt_on_error=1:print_stacktrace=1:exitcode=88",
+    "ASAN_OPTIONS": "detect_leaks=1:halt_on_error=1:exitcode=86:abort_on_error=0:allocator_may_return_null=1:"
+    "suppressions=:print_suppressions=1",
+    "LSAN_OPTIONS": "detect_leaks=1:exitcode=87:suppressions=:print_suppressions=1",
+    "UBSAN_OPTIONS": "halt_on_error=1:print_stacktrace=1:exitcode=88:suppressions=",
 }
-TSAN_ENV = {"TSAN_OPTIONS": "halt_on_error=1:exitcode=89:second_deadlock_stack=1"}
+TSAN_ENV = {
+    "TSAN_OPTIONS": "halt_on_error=1:exitcode=89:second_deadlock_stack=1:report_bugs=1:suppressions=:"
+    "print_suppressions=1"
+}
 LONG_BATCHES = 16
 LONG_BATCH = 60_000
 RUN_LIMITS = Limits(cpu_seconds=10.0, wall_seconds=20.0, memory_mb=2048, address_space_limit=False)
@@ -280,18 +287,67 @@ def _sanitizer_report(stderr: str, project: set[str]) -> str | None:
 
 
 def _run_variant(
-    sandbox: SandboxLike, variant: Variant, project: Mapping[str, str], harness: str, inp: str, limits: Limits
-) -> BoxRun:
-    """Build one sanitizer variant (cached objects where nothing changed), then run the driver."""
-    sources = {HARNESS: harness, **{n: t for n, t in project.items() if n.endswith(".cpp")}}
+    sandbox: SandboxLike,
+    variant: Variant,
+    project: Mapping[str, str],
+    shipped: Mapping[str, str],
+    harness: str,
+    inp: str,
+    limits: Limits,
+) -> tuple[BoxRun, list[str]]:
+    """Build one sanitizer variant (cached objects where nothing changed), then run the driver.
+
+    The hidden driver is compiled against the shipped headers in a box of its own, and the candidate's units
+    in another box that holds no hidden file (so ``.incbin`` or ``#include`` cannot embed the driver); only
+    objects meet, at the link. Returns the run and any sanitizer symbols the candidate's objects define or
+    call (read with ``nm`` in the compile box).
+    """
     headers = {n: t for n, t in project.items() if not n.endswith(".cpp")}
-    objects, log = compile_units(sandbox, sources, headers, variant.flags)
-    if not objects:
-        return BoxRun(built=False, build_log=log, result=RunResult(None, "", "", False, None, 0.0))
-    return link_and_run(
+    shipped_headers = {n: t for n, t in shipped.items() if not n.endswith(".cpp")}
+    driver, dlog = compile_units(sandbox, {HARNESS: harness}, shipped_headers, variant.flags)
+    if not driver:
+        raise CheckerError(f"the hidden driver did not compile in the sandbox: {dlog.strip()[:800]}")
+    sources = {n: t for n, t in project.items() if n.endswith(".cpp")}
+    units, log = compile_units_full(sandbox, sources, headers, variant.flags)
+    if not units:
+        return BoxRun(built=False, build_log=log, result=RunResult(None, "", "", False, None, 0.0)), []
+    hooks = sorted({h for u in units.values() for h in sanitizer_hooks(u.symbols)})
+    if hooks:
+        return BoxRun(built=True, build_log=log, result=RunResult(None, "", "", False, None, 0.0)), hooks
+    objects = {**driver, **{n: u.obj for n, u in units.items()}}
+    run = link_and_run(
         sandbox, objects, {"input.txt": inp}, variant.flags, ["./prog", "input.txt"],
         env=variant.env, limits=limits, seccomp="sanitizer",
     )  # fmt: skip
+    return run, []
+
+
+# Sanitizer runtimes look these up in the program: a definition replaces the grader's options or adds
+# suppressions (the environment overrides *_default_options, but *_default_suppressions are merged in).
+# Any definition in a sanitizer namespace is refused, however it was spelled (asm labels, macros, aliases).
+_HOOK_DEF = re.compile(r"^(?:__(?:asan|lsan|tsan|ubsan|msan|hwasan|sanitizer)_\w*|Annotate\w*|__ubsan\w*)$")
+# Calls that switch a check off at run time (instrumentation's own __asan_report_* etc. stay allowed).
+_HOOK_CALL = re.compile(
+    r"^(?:__lsan_(?:disable|enable|ignore_object|register_root_region|unregister_root_region)|"
+    r"__sanitizer_set_report_(?:path|fd)|__asan_set_error_report_callback|__sanitizer_set_death_callback|"
+    r"__tsan_(?:acquire|release|ignore_\w+|mutex_\w+)|Annotate\w+|dlsym|dlvsym|dlopen)$"
+)
+
+
+def sanitizer_hooks(nm_output: str) -> list[str]:
+    """Symbols in ``nm -P`` output that would silence or reconfigure a sanitizer: defined or called."""
+    found = []
+    for line in nm_output.splitlines():
+        parts = line.split()
+        if len(parts) < 2:
+            continue
+        name, kind = parts[0].split("@")[0], parts[1]
+        if kind in ("U", "w", "v"):
+            if _HOOK_CALL.match(name):
+                found.append(f"{name} (called)")
+        elif _HOOK_DEF.match(name):
+            found.append(f"{name} (defined)")
+    return found
 
 
 def grade_checks(
@@ -315,12 +371,25 @@ def grade_checks(
     nonce = secrets.randbits(60)
     inp = _input(nonce, scenarios)
 
-    def one(v: Variant) -> BoxRun:
-        return _run_variant(sandbox, v, project, harness, inp, limits)
+    def one(v: Variant) -> tuple[BoxRun, list[str]]:
+        return _run_variant(sandbox, v, project, shipped, harness, inp, limits)
 
     # Both builds at once: they are independent, and the machine has two cores.
     with ThreadPoolExecutor(max_workers=len(VARIANTS)) as pool:
-        runs = list(pool.map(one, VARIANTS))
+        built = list(pool.map(one, VARIANTS))
+    runs = [r for r, _ in built]
+    hooks = sorted({h for _, hs in built for h in hs})
+    if runs[0].built and hooks:
+        return [
+            Check("compiles", True, "builds with AddressSanitizer and with ThreadSanitizer"),
+            Check(
+                "no sanitizer hooks",
+                False,
+                f"your code defines or calls sanitizer hooks: {', '.join(hooks)}. They silence or "
+                "reconfigure the tools (suppressions, options, ignored objects); fix the bugs instead. "
+                "Nothing was run.",
+            ),
+        ]
     if not runs[0].built:
         return [Check("compiles", False, "compile error:\n" + compile_summary(runs[0].build_log))]
     checks = [Check("compiles", True, "builds with AddressSanitizer and with ThreadSanitizer")]
@@ -368,11 +437,16 @@ def _sanitizer_check(name: str, run: BoxRun, report: str | None) -> Check:
 def prepare(task: TaskInfo, sandbox: Sandbox) -> None:
     """Compile the driver and the shipped files for both sanitizer builds ahead of the first check."""
     project = shipped_files(task.path)
-    sources = {HARNESS: (task.path / HARNESS).read_text(encoding="utf-8")}
-    sources |= {n: t for n, t in project.items() if n.endswith(".cpp")}
+    driver = {HARNESS: (task.path / HARNESS).read_text(encoding="utf-8")}
+    sources = {n: t for n, t in project.items() if n.endswith(".cpp")}
     headers = {n: t for n, t in project.items() if not n.endswith(".cpp")}
+
+    def build(v: Variant) -> None:
+        compile_units(sandbox, driver, headers, v.flags)
+        compile_units_full(sandbox, sources, headers, v.flags)
+
     with ThreadPoolExecutor(max_workers=len(VARIANTS)) as pool:
-        list(pool.map(lambda v: compile_units(sandbox, sources, headers, v.flags), VARIANTS))
+        list(pool.map(build, VARIANTS))
 
 
 def grade(task: TaskInfo, code: str, sandbox: Sandbox) -> Verdict:

@@ -17,10 +17,11 @@ from pathlib import Path
 from interviewer.checker.cpp_tasks._build import (
     Check,
     SandboxLike,
-    build_and_run,
+    build_separately_and_run,
     check_source,
     compile_summary,
     describe_failure,
+    harness_object,
     tail,
     to_verdict,
 )
@@ -28,6 +29,21 @@ from interviewer.checker.models import TaskInfo, Verdict
 from interviewer.checker.sandbox import Limits, Sandbox
 
 FLAGS = ("-O1",)
+# Appended to the candidate's file (not secret): the hidden harness calls the class through these, so the
+# candidate's unit can be compiled in a box that does not hold the harness.
+BRIDGE = """
+
+// --- appended by the checker: the test harness reaches your class through these functions ---
+namespace interviewer_bridge {
+DependencyGraph* make() { return new DependencyGraph(); }
+bool add_node(DependencyGraph* g, const std::string& name) { return g->add_node(name); }
+bool add_edge(DependencyGraph* g, const std::string& from, const std::string& to) { return g->add_edge(from, to); }
+bool remove_edge(DependencyGraph* g, const std::string& from, const std::string& to) {
+    return g->remove_edge(from, to);
+}
+std::vector<std::string> order(const DependencyGraph* g) { return g->order(); }
+}  // namespace interviewer_bridge
+"""
 RUN_LIMITS = Limits(cpu_seconds=6.0, wall_seconds=25.0, memory_mb=1024)
 SCENARIO_SECONDS = 4.0  # per scenario process: the reference needs ~0.1 s for the largest one
 MAX_SHOWN = 6
@@ -288,7 +304,7 @@ def grade_checks(
     harness = (task_dir / "harness.cpp").read_text(encoding="utf-8")
     seed = secrets.randbits(62) if seed is None else seed
     scs = scenarios(seed)
-    files: dict[str, str | bytes] = {"solution.cpp": code, "harness.cpp": harness}
+    files: dict[str, str | bytes] = {}
     for i, sc in enumerate(scs):
         files[f"ops{i}.txt"] = "\n".join(" ".join(op) for op in sc.ops) + "\n"
     # One process per scenario so a hang in one test does not hide the answers of the others.
@@ -297,10 +313,14 @@ def grade_checks(
         for i in range(len(scs))
     )
     collect = [f"{kind}{i}.txt" for i in range(len(scs)) for kind in ("ans", "rc", "err")]
-    run = build_and_run(
+    # The candidate's unit is compiled in a box without the hidden harness, then linked with its object.
+    obj = harness_object(sandbox, "graph_harness", harness, FLAGS)
+    run = build_separately_and_run(
         sandbox,
+        {"solution.cpp": code + BRIDGE},
+        {"harness": obj},
         files,
-        [*FLAGS, "harness.cpp"],
+        FLAGS,
         ["/bin/sh", "-c", script_runs],
         limits=limits,
         collect=collect,
@@ -346,3 +366,8 @@ def grade(task: TaskInfo, code: str, sandbox: Sandbox) -> Verdict:
     start = time.monotonic()
     checks = grade_checks(task.path, code, sandbox, limits=task.limits.to_limits())
     return to_verdict(task.id, checks, time.monotonic() - start)
+
+
+def prepare(task: TaskInfo, sandbox: Sandbox) -> None:
+    """Compile the hidden harness ahead of the first check."""
+    harness_object(sandbox, "graph_harness", (task.path / "harness.cpp").read_text(encoding="utf-8"), FLAGS)

@@ -7,12 +7,18 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
+from interviewer.checker import channel
 from interviewer.checker.models import TaskInfo, TestResult, Verdict
-from interviewer.checker.python_tasks.common import missing_reason, run_error, syntax_error, verdict
+from interviewer.checker.python_tasks.common import (
+    missing_reason,
+    read_signed_run,
+    run_error,
+    syntax_error,
+    verdict,
+)
 from interviewer.checker.sandbox import Sandbox
 
 _HERE = Path(__file__).parent
@@ -23,6 +29,7 @@ ARGV = [sys.executable, "-I", "harness.py"]
 def _box_program() -> dict[str, bytes | str]:
     return {
         "harness.py": (_HERE / "train_box.py").read_bytes(),
+        "relay.py": (_HERE / "harness_box.py").read_bytes(),
         "train_model.py": (_HERE / "train_model.py").read_bytes(),
     }
 
@@ -113,25 +120,26 @@ def grade(task: TaskInfo, code: str, sandbox: Sandbox) -> Verdict:
     prob = make_problem(np.random.default_rng())
     buf = io.BytesIO()
     np.savez(buf, **prob)  # type: ignore[arg-type]
+    key = channel.new_key()
     files: dict[str, bytes | str] = {
         **_box_program(),
         "solution.py": code,
         "inputs.npz": buf.getvalue(),
         "spec.json": json.dumps({"lr": lr, "steps": steps}),
+        channel.KEY_FILE: key,
     }
     run = sandbox.run(files, ARGV, limits=task.limits.to_limits(),
-                      collect=["results.jsonl", "two1.npz", "two2.npz", "train.npz"])  # fmt: skip
-    recs: dict[str, dict[str, Any]] = {}
-    for line in run.files.get("results.jsonl", b"").decode("utf-8", "replace").splitlines():
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(rec, dict) and isinstance(rec.get("case"), str):
-            recs.setdefault(rec["case"], rec)
+                      collect=["results.jsonl", *(f"a{i}.npz" for i in range(8))])  # fmt: skip
+    signed = read_signed_run(run, key)
+    if signed.problem is not None:
+        return verdict(task, [], start, error=signed.problem)
+    recs = signed.records
     if "__import__" in recs:
         return verdict(
-            task, [], start, error=f"importing your code failed: {recs['__import__'].get('error')}"
+            task,
+            [],
+            start,
+            error=f"importing your code failed: {str(recs['__import__'].get('error'))[:1000]}",
         )
 
     w0 = {n: prob[n] for n in NAMES}
@@ -141,7 +149,7 @@ def grade(task: TaskInfo, code: str, sandbox: Sandbox) -> Verdict:
     tests: list[TestResult] = []
 
     two = recs.get("two")
-    w1, w2 = _weights(run.files.get("two1.npz")), _weights(run.files.get("two2.npz"))
+    w1, w2 = _weights(signed.arrays.get("two1")), _weights(signed.arrays.get("two2"))
     if two is None or "error" in two or w1 is None:
         why = two.get("error") if two and "error" in two else missing_reason(run)
         for name in ("returns the loss before the update", "one step equals SGD", "gradients are zeroed between steps"):  # fmt: skip
@@ -173,7 +181,7 @@ def grade(task: TaskInfo, code: str, sandbox: Sandbox) -> Verdict:
         tests.append(TestResult(name="gradients are zeroed between steps", passed=not msg, message=msg))
 
     tr = recs.get("train")
-    wn = _weights(run.files.get("train.npz"))
+    wn = _weights(signed.arrays.get("train"))
     if tr is None or "error" in tr or wn is None:
         why = tr.get("error") if tr and "error" in tr else missing_reason(run)
         tests.append(TestResult(name=f"loss falls over {steps} steps", passed=False, message=str(why)))

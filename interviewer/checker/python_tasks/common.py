@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import hashlib
 import io
 import json
 import sys
@@ -14,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from interviewer.checker import channel
 from interviewer.checker.models import TaskInfo, TestResult, Verdict
 from interviewer.checker.sandbox import Limits, RunResult, Sandbox
 
@@ -86,6 +88,36 @@ def find_loops(code: str) -> list[tuple[int, str]]:
     return sorted(found)
 
 
+# What a NumPy-only task may import, and names that run or reach code the syntax tree cannot see.
+NUMPY_ONLY_IMPORTS = {"numpy", "math", "typing", "__future__"}
+_DYNAMIC_NAMES = {
+    "exec", "eval", "compile", "__import__", "getattr", "setattr", "delattr", "globals", "locals", "vars",
+    "breakpoint", "open", "input", "__builtins__", "__loader__", "__spec__", "importlib",
+}  # fmt: skip
+
+
+def numpy_only_problems(code: str) -> list[tuple[int, str]]:
+    """Ways ``code`` steps outside plain NumPy (other imports, dynamic code, private attributes), by line.
+
+    This is the first half of the rule; the harness enforces the rest at run time (see harness_box.py).
+    """
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(code)):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.partition(".")[0] not in NUMPY_ONLY_IMPORTS:
+                    found.append((node.lineno, f"import of {alias.name!r} (only NumPy and math)"))
+        elif isinstance(node, ast.ImportFrom):
+            mod = node.module or ""
+            if node.level or mod.partition(".")[0] not in NUMPY_ONLY_IMPORTS:
+                found.append((node.lineno, f"import from {mod or '.'!r} (only NumPy and math)"))
+        elif isinstance(node, ast.Name) and node.id in _DYNAMIC_NAMES:
+            found.append((node.lineno, f"use of {node.id}() (code the checker cannot read)"))
+        elif isinstance(node, ast.Attribute) and node.attr.startswith("_"):
+            found.append((node.lineno, f"private attribute .{node.attr}"))
+    return sorted(found)
+
+
 def _npz_arrays(data: bytes) -> list[np.ndarray]:
     """Arrays from an untrusted .npz: size-checked before decompression, no pickle, numeric dtypes only."""
     with zipfile.ZipFile(io.BytesIO(data)) as zf:
@@ -101,9 +133,20 @@ def _npz_arrays(data: bytes) -> list[np.ndarray]:
 
 
 def run_cases(
-    sandbox: Sandbox, code: str, cases: list[Case], limits: Limits, *, torch: bool = False
+    sandbox: Sandbox,
+    code: str,
+    cases: list[Case],
+    limits: Limits,
+    *,
+    torch: bool = False,
+    policy: str | None = None,
 ) -> tuple[dict[str, CaseOutput], RunResult]:
-    """Run every case in one sandbox run; return per-case outputs (missing cases get an error)."""
+    """Run every case in one sandbox run; return per-case outputs (missing cases get an error).
+
+    ``policy="numpy"``: the harness refuses, at run time, what a NumPy-only task forbids (see harness_box).
+    A run whose results file holds lines the harness did not sign, or that broke the policy, gets the
+    reason as the error of every case it affects (see :func:`parse_outputs`).
+    """
     inputs: dict[str, np.ndarray] = {}
     for c in cases:
         for k, v in c.arrays.items():
@@ -112,6 +155,7 @@ def run_cases(
     np.savez(buf, **inputs)  # type: ignore[arg-type]
     spec = {
         "torch": torch,
+        "policy": policy,
         "cases": [
             {
                 "name": c.name,
@@ -124,15 +168,17 @@ def run_cases(
             for c in cases
         ],
     }
+    key = channel.new_key()
     files: dict[str, bytes | str] = {
         "solution.py": code,
         "harness.py": HARNESS.read_bytes(),
         "inputs.npz": buf.getvalue(),
         "spec.json": json.dumps(spec),
+        channel.KEY_FILE: key,
     }
-    collect = ["results.jsonl"] + [f"out{i}.npz" for i in range(len(cases))]
+    collect = ["results.jsonl"] + [f"a{i}.npz" for i in range(len(cases) + 1)]
     run = sandbox.run(files, harness_argv(torch), limits=limits, collect=collect)
-    return parse_outputs(run, cases), run
+    return parse_outputs(run, cases, key), run
 
 
 def harness_argv(torch: bool) -> list[str]:
@@ -145,24 +191,56 @@ def prewarm_harness(sandbox: Sandbox, limits: Limits, *, torch: bool) -> bool:
     return sandbox.prewarm({"harness.py": HARNESS.read_bytes()}, harness_argv(torch), limits)
 
 
-def parse_outputs(run: RunResult, cases: list[Case]) -> dict[str, CaseOutput]:
-    """Match the box's data to the cases; anything malformed or missing becomes that case's error."""
-    records: dict[str, dict[str, Any]] = {}
-    import_error: str | None = None
-    for line in run.files.get("results.jsonl", b"").decode("utf-8", "replace").splitlines():
+@dataclass
+class SignedRun:
+    """The harness's verified records by case (first wins), arrays by case, and a whole-run problem."""
+
+    records: dict[str, dict[str, Any]] = field(default_factory=dict)
+    arrays: dict[str, bytes | None] = field(default_factory=dict)  # None: the file was changed afterwards
+    problem: str | None = None
+
+
+def read_signed_run(run: RunResult, key: str) -> SignedRun:
+    """Verify ``results.jsonl`` line by line; never raises on what the box wrote."""
+    signed = channel.read_signed(run.files.get("results.jsonl", b""), key)
+    out = SignedRun(problem=channel.forged_message(signed.forged) if signed.forged else None)
+    for item in signed.items:
+        if "violation" in item:
+            out.problem = out.problem or f"rule broken at run time: {str(item['violation'])[:500]}"
+            continue
+        if "oversize" in item:
+            out.problem = out.problem or f"the run was stopped: {str(item['oversize'])[:300]}"
+            continue
         try:
-            rec = json.loads(line)
-        except json.JSONDecodeError:
+            rec = channel.loads_bounded(str(item.get("msg", "")))
+        except channel.ResultError as e:
+            out.problem = out.problem or str(e)
             continue
-        if not isinstance(rec, dict) or not isinstance(rec.get("case"), str):
-            continue
-        if rec["case"] == "__import__":
-            import_error = str(rec.get("error", "import failed"))
-        records.setdefault(rec["case"], rec)  # first record wins: later lines cannot overwrite
+        if not isinstance(rec, dict) or not isinstance(rec.get("case"), str) or rec["case"] in out.records:
+            continue  # first record wins: later lines cannot overwrite
+        out.records[rec["case"]] = rec
+        name = item.get("npz")
+        if isinstance(name, str):
+            data = run.files.get(name)
+            ok = data is not None and hashlib.sha256(data).hexdigest() == item.get("sha256")
+            out.arrays[rec["case"]] = data if ok else None
+    return out
+
+
+def parse_outputs(run: RunResult, cases: list[Case], key: str) -> dict[str, CaseOutput]:
+    """Match the box's signed records to the cases; anything forged, malformed or missing is an error.
+
+    Never raises on what the box wrote: deep, huge or malformed values become that case's error.
+    """
+    signed = read_signed_run(run, key)
+    imp = signed.records.get("__import__")
+    import_error = str(imp.get("error", "import failed"))[:1000] if imp else None
     out: dict[str, CaseOutput] = {}
-    for i, c in enumerate(cases):
-        rec = records.get(c.name)
-        if import_error is not None:
+    for c in cases:
+        rec = signed.records.get(c.name)
+        if signed.problem is not None:
+            out[c.name] = CaseOutput(error=signed.problem)
+        elif import_error is not None:
             out[c.name] = CaseOutput(error=f"importing your code failed: {import_error}")
         elif rec is None:
             out[c.name] = CaseOutput(error=missing_reason(run))
@@ -171,18 +249,23 @@ def parse_outputs(run: RunResult, cases: list[Case]) -> dict[str, CaseOutput]:
         elif c.json:
             out[c.name] = CaseOutput(value=rec.get("value"), inputs_after=rec.get("inputs_after"))
         else:
-            data = run.files.get(f"out{i}.npz")
-            if data is None:
-                out[c.name] = CaseOutput(error="no output arrays came back for this case")
-                continue
-            try:
-                out[c.name] = CaseOutput(arrays=_npz_arrays(data))
-            except Exception as e:  # a malformed or hostile file is a failed case, never a crash
-                out[c.name] = CaseOutput(error=f"the returned data is unusable ({e})")
+            out[c.name] = _case_arrays(signed, c.name)
         cpu = rec.get("cpu_seconds") if rec is not None else None
         if isinstance(cpu, (int, float)) and not isinstance(cpu, bool) and 0 <= cpu < 1e6:
             out[c.name].cpu_seconds = float(cpu)
     return out
+
+
+def _case_arrays(signed: SignedRun, name: str) -> CaseOutput:
+    if name not in signed.arrays:
+        return CaseOutput(error="no output arrays came back for this case")
+    data = signed.arrays[name]
+    if data is None:
+        return CaseOutput(error="the returned arrays were changed after the harness wrote them: not counted")
+    try:
+        return CaseOutput(arrays=_npz_arrays(data))
+    except Exception as e:  # a malformed or hostile file is a failed case, never a crash
+        return CaseOutput(error=f"the returned data is unusable ({e})")
 
 
 def missing_reason(run: RunResult) -> str:

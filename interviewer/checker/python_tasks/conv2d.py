@@ -11,6 +11,7 @@ from interviewer.checker.python_tasks.common import (
     Case,
     compare_array,
     find_loops,
+    numpy_only_problems,
     prewarm_harness,
     run_cases,
     run_error,
@@ -120,9 +121,22 @@ def grade(task: TaskInfo, code: str, sandbox: Sandbox) -> Verdict:
         if not loops
         else "; ".join(warnings) + " (vectorize it: the task forbids Python-level loops)",
     )
+    # NumPy only: imports of anything else (torch, scipy) and dynamic code (exec, getattr tricks) are
+    # refused on the syntax tree here, and again at run time by the harness's audit hook.
+    escapes = numpy_only_problems(code)
+    numpy_test = TestResult(
+        name="NumPy only",
+        passed=not escapes,
+        message="; ".join(f"line {line}: {what}" for line, what in escapes[:10])
+        + " (the task is NumPy only, with code the checker can read)"
+        if escapes
+        else "",
+    )
+    if escapes:
+        return verdict(task, [loop_test, numpy_test], start, warnings=warnings)
     cases = make_cases(np.random.default_rng())
-    outputs, run = run_cases(sandbox, code, cases, task.limits.to_limits())
-    tests = [loop_test]
+    outputs, run = run_cases(sandbox, code, cases, task.limits.to_limits(), policy="numpy")
+    tests = [loop_test, numpy_test]
     for c in cases:
         out = outputs[c.name]
         if out.error is not None:

@@ -5,7 +5,16 @@
 #include <string>
 #include <vector>
 
-#include "solution.cpp"
+// The candidate's class lives in another translation unit (compiled without this file in reach); the
+// grader appends these functions to it, so only objects meet, at the link.
+class DependencyGraph;
+namespace interviewer_bridge {
+DependencyGraph* make();
+bool add_node(DependencyGraph* g, const std::string& name);
+bool add_edge(DependencyGraph* g, const std::string& from, const std::string& to);
+bool remove_edge(DependencyGraph* g, const std::string& from, const std::string& to);
+std::vector<std::string> order(const DependencyGraph* g);
+}  // namespace interviewer_bridge
 
 namespace {
 
@@ -23,18 +32,19 @@ int main(int argc, char** argv) {
     std::FILE* in = std::fopen(argv[1], "r");
     std::FILE* out = std::fopen(argv[2], "w");
     if (!in || !out) return 2;
-    DependencyGraph g;
+    namespace br = interviewer_bridge;
+    DependencyGraph* g = br::make();
     std::string op, a, b;
     while (read_word(in, op)) {
         if (op == "N") {
             if (!read_word(in, a)) return 2;
-            std::fprintf(out, "N %d\n", g.add_node(a) ? 1 : 0);
+            std::fprintf(out, "N %d\n", br::add_node(g, a) ? 1 : 0);
         } else if (op == "E" || op == "R") {
             if (!read_word(in, a) || !read_word(in, b)) return 2;
-            bool ok = op == "E" ? g.add_edge(a, b) : g.remove_edge(a, b);
+            bool ok = op == "E" ? br::add_edge(g, a, b) : br::remove_edge(g, a, b);
             std::fprintf(out, "%s %d\n", op.c_str(), ok ? 1 : 0);
         } else if (op == "O") {
-            const std::vector<std::string> names = g.order();
+            const std::vector<std::string> names = br::order(g);
             std::fprintf(out, "O %zu", names.size());
             for (const std::string& n : names) std::fprintf(out, " %s", n.c_str());
             std::fputc('\n', out);
