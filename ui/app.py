@@ -831,7 +831,9 @@ def build(runtime: Runtime, *, admin: bool = True, report_ttl: int = REPORT_TTL_
                 # The latest voiced sentence (replayable); the page plays the pieces in order as they come.
                 voice = gr.Audio(label="Interviewer's voice", interactive=False, elem_id="voice")
             spoken = gr.State(None)
-            turns = gr.State(0)  # spoken turns ended by a silence (or by stopping the microphone)
+            # Spoken turns ended by a silence (or by stopping the microphone): a component, not a State, so its
+            # change event fires when a stream event updates it.
+            turns = gr.Number(0, visible=False, precision=0, elem_id="spoken-turns")
             with gr.Row():
                 send_btn = gr.Button("Send", variant="primary", elem_id="send")
                 clarify_btn = gr.Button("Ask a clarifying question", elem_id="clarify")
