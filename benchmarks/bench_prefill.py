@@ -46,9 +46,10 @@ TOKENS_PER_WORD = 1.35  # Qwen's tokenizer on this kind of English, measured on 
 CHUNK_WORDS = 6  # the page sends the answer so far about every six words
 
 
-def answer_of(tokens: int) -> str:
+def answer_of(tokens: int, start: int = 0) -> str:
+    """About ``tokens`` tokens of answer; ``start`` rotates the sentences, so sessions answer differently."""
     words: list[str] = []
-    i = 0
+    i = start
     while len(words) * TOKENS_PER_WORD < tokens:
         words += SENTENCES[i % len(SENTENCES)].split()
         i += 1
@@ -95,13 +96,21 @@ def main() -> int:
     ap.add_argument("--model", default="qwen2.5-coder-1.5b", help="embedded model when no --base-url")
     ap.add_argument("--base-url", default=None)
     ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--lengths", type=int, nargs="+", default=[30, 150, 300])
+    ap.add_argument("--lengths", type=int, nargs="*", default=[30, 150, 300])
     ap.add_argument("--sessions", type=int, nargs="+", default=[1, 2, 4])
     args = ap.parse_args()
 
     data = Path(tempfile.mkdtemp(prefix="bench-prefill-"))
     settings = load_settings(
-        data_dir=data, base_url=args.base_url, embedded_model=args.model, retrieval=False, max_tokens=48
+        data_dir=data,
+        base_url=args.base_url,
+        embedded_model=args.model,
+        retrieval=False,
+        max_tokens=48,
+        # The model-phrased follow-up is what prefill speeds up: the listener's authored moves (a hint, a
+        # redirect) need no model, and the background judge would compete with the timed reply.
+        listen=False,
+        judge=False,
     )
     rt = Runtime(settings)
     port = rt.model(lambda m: print("  model:", m, file=sys.stderr))
@@ -149,22 +158,23 @@ def main() -> int:
 
     print()
     print(f"{'sessions sending at once':<30}{'median':>10}{'max':>10}")
-    answer = answer_of(150)
+    # Each candidate types a different answer (as in life): identical prompts would all match one server slot.
+    answers = [answer_of(150, start=i) for i in range(max(args.sessions, default=1))]
     for n in args.sessions:
         its = [start_interview(rt, f"conc-{n}-{i}") for i in range(n)]
         port.prefiller.wait_idle(60)
-        for it in its:
+        for it, answer in zip(its, answers, strict=False):
             type_answer(it, port, answer)
         times: list[float] = []
         lock = threading.Lock()
 
-        def go(it: Interview, times: list[float] = times, lock: threading.Lock = lock) -> None:
+        def go(it: Interview, answer: str, times: list[float] = times, lock: threading.Lock = lock) -> None:
             t = first_token_after_send(it, answer)
             with lock:
                 times.append(t)
             finish_followup(it)
 
-        threads = [threading.Thread(target=go, args=(it,)) for it in its]
+        threads = [threading.Thread(target=go, args=(it, a)) for it, a in zip(its, answers, strict=False)]
         for t in threads:
             t.start()
         for t in threads:

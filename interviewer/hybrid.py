@@ -162,18 +162,24 @@ def fuse_and_rerank(
     """The ``k`` best ids: RRF over both rankings, then (when given) the reranker over the top ``pool``.
 
     The final score mixes the normalised fused rank score and the rerank score, so a passage both retrievers
-    agree on is not overturned by token overlap alone.
+    agree on is not overturned by token overlap alone. The reranker always reads the same ``pool`` whatever
+    ``k`` is, and any further ids follow in fused order, so the best 5 are the first 5 of the best 40 (a larger
+    pool would renormalise the scores and reorder the top).
     """
     fused = rrf([dense, lexical])
-    ranked = sorted(fused, key=lambda key: fused[key], reverse=True)[: max(pool, k)]
+    ranked = sorted(fused, key=lambda key: fused[key], reverse=True)
     if not ranked:
         return []
     if reranker is None or rerank_weight <= 0:
         return [(key, fused[key]) for key in ranked[:k]]
-    f = np.array([fused[key] for key in ranked], dtype=np.float32)
+    head, tail = ranked[:pool], ranked[pool:k]
+    f = np.array([fused[key] for key in head], dtype=np.float32)
     f = (f - f.min()) / (f.max() - f.min()) if f.max() > f.min() else np.ones_like(f)
-    r = reranker.scores(query, [texts[key] for key in ranked])
+    r = reranker.scores(query, [texts[key] for key in head])
     r = (r - r.min()) / (r.max() - r.min()) if r.max() > r.min() else np.ones_like(r)
     final = (1 - rerank_weight) * f + rerank_weight * r
     order = np.argsort(-final, kind="stable")[:k]
-    return [(ranked[int(i)], float(final[int(i)])) for i in order]
+    out = [(head[int(i)], float(final[int(i)])) for i in order]
+    # Beyond the reranked pool: fused order, scored below every reranked passage (and still in [0, 1]).
+    floor = min((s for _, s in out), default=0.0)
+    return out + [(key, floor * (1 - (i + 1) / (len(tail) + 1))) for i, key in enumerate(tail)]

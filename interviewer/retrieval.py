@@ -670,7 +670,7 @@ class Retriever(ChromaBacked):
             query,
             self._reranker,
             k=want,
-            pool=max(RERANK_POOL, want),
+            pool=RERANK_POOL,
             rerank_weight=RERANK_WEIGHT,
         )
         return [self._passage(cid, score) for cid, score in ranked]

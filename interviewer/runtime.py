@@ -126,6 +126,7 @@ class Runtime:
             display_name=server.model_name,
             keepalive=False,
         )
+        port.slots = server.slots  # pin each session to a slot: its prefilled prompt stays cached
         return port, ModelChoice(base_url, server.served_model_id, server.model_name, embedded=True)
 
     def set_model(self, port: ChatPort, choice: ModelChoice) -> None:

@@ -38,7 +38,7 @@ class ChatModel(Protocol):
 
     name: str
 
-    def stream(self, messages: Sequence[BaseMessage]) -> Iterator[str]: ...
+    def stream(self, messages: Sequence[BaseMessage], key: str | None = None) -> Iterator[str]: ...
 
 
 class PassageLike(Protocol):
@@ -614,7 +614,7 @@ class Interview:
             if lead:
                 yield lead.strip()  # the acknowledgement is decided before the model starts
             try:
-                for chunk in self.ports.model.stream(messages):
+                for chunk in self.ports.model.stream(messages, key=self.session_id):
                     if not buf:
                         meta["first_token_s"] = round(time.perf_counter() - started, 3)
                     buf += chunk

@@ -73,7 +73,7 @@ def test_latest_text_wins_and_superseded_prompts_are_never_sent() -> None:
     gate = threading.Event()
     sent: list[str] = []
 
-    def send(messages: Any) -> None:
+    def send(messages: Any, key: str) -> None:
         sent.append(messages[-1].content)
         gate.wait(5)
 
@@ -90,7 +90,7 @@ def test_latest_text_wins_and_superseded_prompts_are_never_sent() -> None:
 def test_nothing_is_sent_while_a_reply_streams_and_the_budget_holds() -> None:
     sent: list[str] = []
     busy = [True]
-    pf = Prefiller(lambda m: sent.append(m[-1].content), busy=lambda: busy[0])
+    pf = Prefiller(lambda m, k: sent.append(m[-1].content), busy=lambda: busy[0])
     pf.offer("s1", [HumanMessage("x")])
     threading.Event().wait(1.0)
     assert sent == [], "a prefill was sent while a reply was streaming"
@@ -102,7 +102,7 @@ def test_nothing_is_sent_while_a_reply_streams_and_the_budget_holds() -> None:
     lock = threading.Lock()
     now = [0]
 
-    def slow(messages: Any) -> None:
+    def slow(messages: Any, key: str) -> None:
         with lock:
             now[0] += 1
             inside.append(now[0])
@@ -145,3 +145,53 @@ def test_the_page_sends_the_answer_so_far_while_the_candidate_types(tmp_path) ->
         assert len(finals) == 1 and "why, level 1" in status  # the level-1 follow-up's prompt
         final = finals[0]
         assert any(final.startswith(h) for h in ahead if typed[:20] in h)
+
+
+def test_each_session_keeps_its_own_server_slot_while_others_type(fixture_bank, tmp_path) -> None:
+    """Prefill and Send of one candidate land on one llama.cpp slot; concurrent candidates never share one."""
+    answers = [ANSWER, ANSWER.replace("Amdahl's law says", "By Amdahl's law,").replace("ten percent", "10%")]
+    with StandinServer(keep_prompts=1000) as server:
+        settings = load_settings(data_dir=tmp_path, base_url=server.base_url, timeout=10.0)
+        port = build_port(settings, base_url=server.base_url, model="standin")
+        port.slots = 2
+        assert port.prefiller is not None
+        store = SessionStore(tmp_path / "s.db")
+        its = [
+            Interview.start(
+                Ports(bank=fixture_bank, store=store, model=port, owner=f"o{i}"), ["phone-screen"]
+            )
+            for i in range(2)
+        ]
+        for it in its:
+            it.advance_all()
+        for n in range(3, len(ANSWER.split()), 3):  # the two candidates type at the same time
+            for it, answer in zip(its, answers, strict=True):
+                it.prefill(" ".join(answer.split()[:n]) + " ")
+        assert port.prefiller.wait_idle(10)
+        for it, answer in zip(its, answers, strict=True):
+            it.submit(answer)
+            it.advance_all()
+        assert port.prefiller.wait_idle(10)
+        slots = [port.slot(it.session_id) for it in its]
+        assert None not in slots and slots[0] != slots[1], "two candidates at once share a slot"
+        assert None not in server.stats.slots, "a request went out without its session's slot"
+        seen = [0, 0]
+        for prompt, slot in zip(server.stats.prompts, server.stats.slots, strict=True):
+            text = _content(prompt[-1])
+            for i, (answer, want) in enumerate(zip(answers, slots, strict=True)):
+                if " ".join(answer.split()[:3]) in text:  # this candidate's answer, partial or whole
+                    seen[i] += 1
+                    assert slot == want, "a candidate's prompt went to another candidate's slot"
+        assert min(seen) >= 2, f"each candidate sends a prefill and the follow-up prompt: {seen}"
+        # A third candidate takes the slot of the one heard from longest ago.
+        assert port.slot("third") == slots[0]
+        assert port.slot(its[1].session_id) == slots[1]
+
+
+def test_a_server_without_slots_gets_no_slot_field(tmp_path) -> None:
+    with StandinServer() as server:
+        settings = load_settings(data_dir=tmp_path, base_url=server.base_url, timeout=10.0)
+        port = build_port(settings, base_url=server.base_url, model="standin")
+        assert port.slots == 0 and port.slot("s1") is None
+        assert "".join(port.stream([HumanMessage("hello")], key="s1"))
+        assert server.stats.slots == [None]

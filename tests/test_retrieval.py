@@ -26,7 +26,9 @@ from interviewer.retrieval import (
 )
 
 REPO = Path(__file__).resolve().parents[1]
-REALISTIC_RECALL_MIN = 0.5  # measured 0.524 before the new themes' material landed (BENCHMARKS.md)
+REALISTIC_RECALL_MIN = (
+    0.9  # the issue's target; measured 0.952 with the fundamentals documents (BENCHMARKS.md)
+)
 
 GPU_DOC = """\
 # GPU memory hierarchy: SRAM versus HBM
@@ -555,3 +557,30 @@ def test_no_cap_returns_the_third_chunk_of_one_document(settings: Settings) -> N
     r = _retriever(settings)
     top = r.retrieve("SRAM HBM tiled matmul", kind="knowledge", k=3)
     assert [p.source for p in top].count("knowledge/phone-screen/sram-hbm.md") == 3
+
+
+def test_rerank_reads_a_fixed_pool_so_the_top_is_a_prefix_of_a_longer_answer() -> None:
+    """Asking for more passages must not reorder the first ones (a larger reranked pool used to renormalise)."""
+    from interviewer.hybrid import Reranker, fuse_and_rerank
+
+    rng = np.random.default_rng(0)
+    vocab = [f"w{i}" for i in range(12)]
+    table = {w: v / np.linalg.norm(v) for w, v in zip(vocab, rng.normal(size=(12, 8)), strict=True)}
+
+    def encode(texts: list[str]) -> list[tuple[list[str], np.ndarray]]:
+        return [(t.split(), np.array([table[w] for w in t.split()], dtype=np.float32)) for t in texts]
+
+    ids = [f"c{i}" for i in range(40)]
+    texts = {cid: " ".join(rng.choice(vocab, size=5)) for cid in ids}
+    dense = list(rng.permutation(ids))
+    lexical = list(rng.permutation(ids))[:25]
+    reranker = Reranker(encode)
+
+    def top(k: int) -> list[str]:
+        return [cid for cid, _ in fuse_and_rerank(dense, lexical, texts, "w1 w2 w3", reranker, k=k, pool=20)]
+
+    five, twenty, forty = top(5), top(20), top(40)
+    assert forty[:5] == five and forty[:20] == twenty
+    assert len(forty) == 40 and len(set(forty)) == 40
+    scores = [s for _, s in fuse_and_rerank(dense, lexical, texts, "w1 w2 w3", reranker, k=40, pool=20)]
+    assert scores == sorted(scores, reverse=True) and all(0.0 <= s <= 1.0 for s in scores)

@@ -179,7 +179,7 @@ class BrokenPort:
 
     name = "broken"
 
-    def stream(self, messages):
+    def stream(self, messages, key=None):
         raise RuntimeError("boom")
         yield ""
 

@@ -22,6 +22,7 @@ COVERED_ROUNDS = [
     "recruiter-screen",
     "behavioral",
     "gpu-kernels",
+    "cpp-systems",
 ]
 WORDS = re.compile(r"[a-z0-9]+")
 

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import httpx
 import openai
@@ -64,17 +66,50 @@ class ChatPort:
     warm_cache: bool = (
         True  # send prompt prefixes ahead (worth it on local servers; costs money on paid APIs)
     )
+    # llama.cpp-style servers with this many slots (the embedded one): each session's requests are pinned to
+    # one slot (``id_slot``), so what prefill cached for a candidate is still there when they press Send, even
+    # with other candidates typing at the same time. 0: the server picks a slot (vLLM, NIM, OpenAI).
+    slots: int = 0
 
     def __post_init__(self) -> None:
         self._streams = 0  # replies streaming now: prefill waits for none
         self._streams_lock = threading.Lock()
         self._prefiller: Prefiller | None = None
+        self._slot_of: OrderedDict[str, int] = OrderedDict()  # session key -> slot, least recent first
 
-    def stream(self, messages: Sequence[BaseMessage]) -> Iterator[str]:
+    def slot(self, key: str | None) -> int | None:
+        """The server slot for session ``key``: stable while the session is among the ``slots`` most recent.
+
+        A new session takes a free slot, else the one of the session heard from longest ago, so up to
+        ``slots`` candidates answering at once never share (and overwrite) a slot's cached prompt.
+        """
+        if not self.slots or key is None:
+            return None
+        with self._streams_lock:
+            if key in self._slot_of:
+                self._slot_of.move_to_end(key)
+                return self._slot_of[key]
+            used = set(self._slot_of.values())
+            free = [i for i in range(self.slots) if i not in used]
+            if free:
+                slot = free[0]
+            else:
+                _, slot = self._slot_of.popitem(last=False)
+            self._slot_of[key] = slot
+            return slot
+
+    def _bound(self, key: str | None, **kwargs: Any) -> Any:
+        slot = self.slot(key)
+        if slot is not None:
+            kwargs["extra_body"] = {"id_slot": slot}
+        return self.model.bind(**kwargs) if kwargs else self.model
+
+    def stream(self, messages: Sequence[BaseMessage], key: str | None = None) -> Iterator[str]:
+        """The reply's text as it comes; ``key`` (a session id) pins the request to that session's slot."""
         with self._streams_lock:
             self._streams += 1
         try:
-            for chunk in self.model.stream(list(messages)):
+            for chunk in self._bound(key).stream(list(messages)):
                 text = chunk.content if isinstance(chunk.content, str) else ""
                 if text:
                     yield text
@@ -99,11 +134,11 @@ class ChatPort:
         if pf is not None:
             pf.offer(key, messages)
 
-    def _send_one_token(self, messages: Sequence[BaseMessage]) -> None:
-        self.model.bind(max_tokens=1).invoke(list(messages))
+    def _send_one_token(self, messages: Sequence[BaseMessage], key: str | None = None) -> None:
+        self._bound(key, max_tokens=1).invoke(list(messages))
 
-    def complete(self, messages: Sequence[BaseMessage]) -> str:
-        return "".join(self.stream(messages))
+    def complete(self, messages: Sequence[BaseMessage], key: str | None = None) -> str:
+        return "".join(self.stream(messages, key))
 
     def prefetch(self, messages: Sequence[BaseMessage]) -> None:
         """Send a prompt prefix in the background (one token generated) so the server caches it.

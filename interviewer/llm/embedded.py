@@ -508,6 +508,11 @@ class EmbeddedServer:
         self.load_seconds: float | None = None  # spawn -> healthy, for the benchmark and the UI
 
     @property
+    def slots(self) -> int:
+        """Conversations the server holds at once (llama.cpp slots), each with its own prompt cache."""
+        return max(1, self._n_parallel)
+
+    @property
     def model_name(self) -> str:
         """The human-readable name the UI and CLI show."""
         return self.spec.display_name

@@ -23,7 +23,7 @@ from langchain_core.messages import BaseMessage
 
 log = logging.getLogger(__name__)
 
-Send = Callable[[Sequence[BaseMessage]], None]
+Send = Callable[[Sequence[BaseMessage], str], None]  # (prompt, session key)
 _RETRY_S = 0.25  # how often a waiting prefill looks again for a free budget and no streaming reply
 _GIVE_UP_S = 5.0  # after this long without a chance, the text is dropped
 
@@ -93,7 +93,7 @@ class Prefiller:
                 continue
             waited = 0.0
             try:
-                self._send(messages)
+                self._send(messages, key)
                 with self._lock:
                     self.stats.sent += 1
                     last = messages[-1].content if messages else ""

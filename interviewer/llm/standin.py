@@ -62,6 +62,7 @@ class Stats:
     requests: int = 0
     faults: int = 0
     prompts: list[list[dict[str, Any]]] = field(default_factory=list)
+    slots: list[int | None] = field(default_factory=list)  # each recorded prompt's ``id_slot`` (llama.cpp)
     first_token_s: list[float] = field(default_factory=list)  # server-side, request received -> first chunk
 
 
@@ -114,10 +115,12 @@ class StandinServer:
             self.stats.faults += 1
             return fault
 
-    def _record(self, messages: list[dict[str, Any]]) -> None:
+    def _record(self, messages: list[dict[str, Any]], slot: int | None = None) -> None:
         with self._lock:
             self.stats.prompts.append(messages)
+            self.stats.slots.append(slot)
             del self.stats.prompts[: -self._keep]
+            del self.stats.slots[: -self._keep]
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         server = self
@@ -151,7 +154,8 @@ class StandinServer:
                 b = server.behaviour
                 fault = server._take_fault()
                 messages = list(body.get("messages") or [])
-                server._record(messages)
+                slot = body.get("id_slot")
+                server._record(messages, slot if isinstance(slot, int) else None)
                 if fault == "fail":
                     self._json(500, {"error": {"message": "stand-in server told to fail", "type": "server"}})
                     return

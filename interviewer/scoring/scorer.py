@@ -77,6 +77,11 @@ RELEVANT_FROM = 0.25
 # GAP_FROM, off-topic from GAP_OFF_TOPIC, linear between.
 GAP_FROM = 0.20
 GAP_OFF_TOPIC = 0.35
+# An answer that meets none of the rubric (no key point covered, no check passed) is off-topic below this
+# relevance: an answer about the neighbouring topic ("radix sort uses a scan" to "how do you compute a scan").
+# Chosen on the trap set's dev questions only (the highest value that flags no dev strong, partial or wrong
+# answer); the held-out figures are in BENCHMARKS.md.
+UNMET_OFF_TOPIC_BELOW = 0.365
 _GENERIC = Criterion(
     name="correctness and coverage",
     levels={
@@ -302,6 +307,17 @@ class RubricScorer:
         ):
             off_topic = True  # closer to another question than to this one, and none of this one's points
             notes.append(f"off-topic: gap {gap:.2f} to another bank question and no key point covered")
+        if (
+            not off_topic
+            and main.strip()
+            and relevance < UNMET_OFF_TOPIC_BELOW
+            and not any(m.covered for m in cov.matches)
+            and not any(ch.passed for ch in checks)
+            and not (merged and any(v.verdict == "stated" for v in merged))
+            and not (quotes and quotes.covered)
+        ):
+            off_topic = True  # about something near this question, but meets none of its rubric
+            notes.append(f"off-topic: relevance {relevance:.2f} and nothing of the rubric met")
         wrong_sentences = {h.sentence for h in hits if h.sentence}
         covered = self._covered(cov, quotes, wrong_sentences)
         fractions: dict[str, float] | None = None

@@ -131,7 +131,7 @@ CASES = {
         (
             "import itertools\n\ndef three_sum(nums, target):\n    return [list(t) for t in sorted({tuple(sorted(c)) for c in "
             "itertools.combinations(nums, 3) if sum(c) == target})]\n",
-            "wall-clock limit",
+            "your solution looks O(n^3)",
         ),  # O(n^3)
         (
             _mutate(

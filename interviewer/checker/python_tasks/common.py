@@ -30,6 +30,7 @@ class Case:
     arrays: dict[str, np.ndarray] = field(default_factory=dict)
     scalars: dict[str, Any] = field(default_factory=dict)
     json: bool = False  # the result is lists/numbers (JSON), not arrays
+    check_inputs: bool = False  # JSON cases: the box sends the scalars back as they are after the call
 
     def describe(self) -> str:
         """The input, briefly, for a failure message."""
@@ -45,6 +46,8 @@ class CaseOutput:
     arrays: list[np.ndarray] | None = None
     value: Any = None
     error: str | None = None
+    cpu_seconds: float | None = None  # the call's CPU time as the box measured it (a hint, never a verdict)
+    inputs_after: Any = None  # with ``Case.check_inputs``: the scalar arguments after the call
 
 
 def syntax_error(code: str) -> str | None:
@@ -110,7 +113,14 @@ def run_cases(
     spec = {
         "torch": torch,
         "cases": [
-            {"name": c.name, "func": c.func, "arrays": list(c.arrays), "scalars": c.scalars, "json": c.json}
+            {
+                "name": c.name,
+                "func": c.func,
+                "arrays": list(c.arrays),
+                "scalars": c.scalars,
+                "json": c.json,
+                "check_inputs": c.check_inputs,
+            }
             for c in cases
         ],
     }
@@ -159,7 +169,7 @@ def parse_outputs(run: RunResult, cases: list[Case]) -> dict[str, CaseOutput]:
         elif "error" in rec:
             out[c.name] = CaseOutput(error=str(rec["error"])[:1000])
         elif c.json:
-            out[c.name] = CaseOutput(value=rec.get("value"))
+            out[c.name] = CaseOutput(value=rec.get("value"), inputs_after=rec.get("inputs_after"))
         else:
             data = run.files.get(f"out{i}.npz")
             if data is None:
@@ -169,6 +179,9 @@ def parse_outputs(run: RunResult, cases: list[Case]) -> dict[str, CaseOutput]:
                 out[c.name] = CaseOutput(arrays=_npz_arrays(data))
             except Exception as e:  # a malformed or hostile file is a failed case, never a crash
                 out[c.name] = CaseOutput(error=f"the returned data is unusable ({e})")
+        cpu = rec.get("cpu_seconds") if rec is not None else None
+        if isinstance(cpu, (int, float)) and not isinstance(cpu, bool) and 0 <= cpu < 1e6:
+            out[c.name].cpu_seconds = float(cpu)
     return out
 
 

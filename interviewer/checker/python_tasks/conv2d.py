@@ -58,10 +58,39 @@ def make_cases(rng: np.random.Generator) -> list[Case]:
         ("float32 input keeps float32", (2, 3, 16, 16), (8, 3, 3, 3), 1, 1, np.float32),
         ("stride larger than kernel", (1, 2, 13, 13), (2, 2, 2, 2), 3, 1, np.float64),
     ]
+    # H_out = (H + 2p - K) // s + 1. Off-by-one formulas such as ceil((H + 2p - K) / s) + 1 or
+    # (H + 2p - K + 1) // s agree with it for some remainders of (H + 2p - K) mod s, so the jittered cases
+    # above let them pass in a few percent of draws. These fix the remainder, for H and for W apart, and
+    # jitter by whole strides (which keeps it).
+    by_stride = [
+        ("stride 2: (H+2p-K) % 2 == 0, (W+2p-K) % 2 == 1", (1, 2, 9, 10), (2, 2, 3, 3), 2, 1, np.float64),
+        ("stride 2: (H+2p-K) % 2 == 1, (W+2p-K) % 2 == 0", (1, 2, 10, 9), (2, 2, 3, 3), 2, 1, np.float64),
+        ("stride 3: (H+2p-K) % 3 == 0, (W+2p-K) % 3 == 2", (1, 1, 12, 14), (2, 1, 3, 3), 3, 0, np.float64),
+        ("stride 3: (H+2p-K) % 3 == 2, (W+2p-K) % 3 == 1", (1, 1, 14, 13), (2, 1, 3, 3), 3, 0, np.float64),
+        (
+            "stride (2, 3), padding (1, 0): (H+2p-K) % 2 == 0, (W+2p-K) % 3 == 0",
+            (1, 2, 9, 12),
+            (2, 2, 3, 3),
+            (2, 3),
+            (1, 0),
+            np.float64,
+        ),
+        (
+            "stride (3, 2), padding (1, 0): (H+2p-K) % 3 == 1, (W+2p-K) % 2 == 1",
+            (1, 2, 11, 10),
+            (2, 2, 3, 3),
+            (3, 2),
+            (1, 0),
+            np.float64,
+        ),
+    ]
     cases = []
-    for name, xs, ws, stride, padding, dt in specs:
+    for name, xs, ws, stride, padding, dt in specs + by_stride:
         # Jitter spatial sizes so hard-coded shapes cannot pass.
-        xs = (xs[0], xs[1], xs[2] + int(rng.integers(0, 3)), xs[3] + int(rng.integers(0, 3)))
+        sh, sw = stride if isinstance(stride, tuple) else (stride, stride)
+        step_h, step_w = (sh, sw) if name in {s[0] for s in by_stride} else (1, 1)
+        dh, dw = step_h * int(rng.integers(0, 3)), step_w * int(rng.integers(0, 3))
+        xs = (xs[0], xs[1], xs[2] + dh, xs[3] + dw)
         x: np.ndarray = rng.standard_normal(xs).astype(dt)
         w: np.ndarray = rng.standard_normal(ws).astype(dt)
         scal = {

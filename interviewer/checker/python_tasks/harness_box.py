@@ -54,6 +54,14 @@ def _jsonable(x: Any) -> Any:
     raise TypeError(f"returned a {type(x).__name__}; expected lists of numbers")
 
 
+def _inputs_after(kwargs: dict[str, Any], names: list[str]) -> Any:
+    """The list/number arguments as they are after the call, for the grader to compare with what it sent."""
+    try:
+        return {k: _jsonable(kwargs[k]) for k in names}
+    except TypeError as e:
+        return f"the arguments are no longer plain data after the call ({e})"
+
+
 def wait_for_go() -> None:
     """Slow imports happen before this: a pre-started box waits here until the grader says go."""
     while not os.path.exists(".go"):
@@ -88,14 +96,19 @@ def main() -> None:
             kwargs[arg] = torch.from_numpy(a) if torch is not None and case.get("as_tensor", True) else a
         try:
             fn = getattr(mod, case["func"])
+            t0 = time.process_time()
             out = fn(**kwargs)
+            cpu = time.process_time() - t0  # data for a complexity note on a slow run, never a verdict
             if case.get("json"):
-                emit({"case": case["name"], "value": _jsonable(out)})
+                rec = {"case": case["name"], "value": _jsonable(out), "cpu_seconds": cpu}
+                if case.get("check_inputs"):
+                    rec["inputs_after"] = _inputs_after(kwargs, list(case.get("scalars", {})))
+                emit(rec)
                 continue
             outs = out if isinstance(out, tuple) else (out,)
             arrays = {f"r{j}": _to_numpy(o, torch) for j, o in enumerate(outs)}
             np.savez(f"out{i}.npz", **arrays)  # type: ignore[arg-type]
-            emit({"case": case["name"], "n": len(arrays)})
+            emit({"case": case["name"], "n": len(arrays), "cpu_seconds": cpu})
         except BaseException as e:
             emit({"case": case["name"], "error": _short_tb(e)})
 

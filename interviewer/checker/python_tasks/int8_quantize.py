@@ -56,6 +56,8 @@ def make_cases(rng: np.random.Generator) -> list[Case]:
     const_ch = rng.standard_normal((4, 6, 5)).astype(f32)
     const_ch[:, 2, :] = 0.0  # one channel is all zeros: its range is 0
     outliers = np.concatenate([rng.standard_normal(200), [50.0, -50.0, 49.99]]).astype(f32)
+    neg_big = rng.standard_normal((5, 8)).astype(f32)  # its most negative value has the largest magnitude
+    neg_big.reshape(-1)[rng.integers(neg_big.size)] = -(np.abs(neg_big).max() + rng.uniform(0.5, 2.0))
     specs: list[tuple[str, np.ndarray, str, int | None]] = [
         ("symmetric per-tensor", with_zeros(rng.standard_normal((4, 16)).astype(f32)), "symmetric", None),
         (
@@ -87,6 +89,7 @@ def make_cases(rng: np.random.Generator) -> list[Case]:
         ("all-zero tensor (symmetric)", np.zeros((3, 4), dtype=f32), "symmetric", None),
         ("per-channel with an all-zero channel (asymmetric, axis 1)", const_ch, "asymmetric", 1),
         ("range ends: large outliers clip, no int8 wrap-around", outliers, "asymmetric", None),
+        ("symmetric, the minimum has the largest magnitude", neg_big, "symmetric", None),
         (
             "symmetric, extremes map to +-127",
             np.array([-3.0, -1.5, 0.0, 1.5, 3.0, 2.99], dtype=f32),
@@ -116,6 +119,69 @@ def make_cases(rng: np.random.Generator) -> list[Case]:
     return cases
 
 
+def expected_range(x: np.ndarray, mode: str, axis: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """The range [lo, hi] the scale must cover, per tensor or per channel (float64)."""
+    red = None if axis is None else tuple(i for i in range(x.ndim) if i != axis % x.ndim)
+    x64 = x.astype(np.float64)
+    if mode == "symmetric":
+        amax = np.max(np.abs(x64), axis=red)
+        return -amax, amax
+    return np.minimum(np.min(x64, axis=red), 0.0), np.maximum(np.max(x64, axis=red), 0.0)
+
+
+def _round_trip_hint(
+    x: np.ndarray,
+    q: np.ndarray,
+    scale: np.ndarray,
+    zp: np.ndarray,
+    idx: tuple[int, ...],
+    mode: str,
+    axis: int | None,
+    lo_q: int,
+) -> str:
+    """Why one element does not round-trip: which end of the range the scale misses, a wrap, or truncation.
+
+    A value outside what (scale, zero_point) can represent was clipped: the fix is the range, not the rounding.
+    """
+    ch = () if axis is None or scale.ndim == 0 else (idx[axis % x.ndim],)
+    s, z = float(scale[ch]), int(zp[ch])
+    lo_all, hi_all = expected_range(x, mode, axis)
+    lo, hi = float(lo_all[ch]), float(hi_all[ch])
+    rep_lo, rep_hi = (lo_q - z) * s, (127 - z) * s  # the values q in [lo_q, 127] stand for
+    v = float(x[idx])
+    if rep_lo - s / 2 <= v <= rep_hi + s / 2:
+        q_raw = int(np.round(v / s)) + z
+        got = int(q[idx])
+        if abs(got - q_raw) <= 1:
+            return "round (not truncate) x / scale to the nearest integer"
+        want = min(max(q_raw, lo_q), 127)
+        wrapped = " (it wrapped around: clip to the int8 range before casting)" if want != q_raw else ""
+        return f"with your scale and zero point, q should be round(x / scale) + zero_point = {want}{wrapped}"
+    below = v < rep_lo
+    where = f" of channel {ch[0]}" if ch else ""
+    msg = (
+        f"x is {'below the smallest' if below else 'above the largest'} value your scale and zero point can "
+        f"represent (({lo_q if below else 127} - zero_point) * scale = {rep_lo if below else rep_hi:.4g}), so "
+        "it was clipped: (scale, zero_point) do not cover the range, rounding is not the problem; "
+    )
+    x_max = float(np.max(np.take(x, ch[0], axis=axis) if ch and axis is not None else x))  # in this channel
+    if mode == "symmetric":
+        from_max = max(x_max, 0.0) / 127.0
+        if x_max < hi and abs(s - from_max) <= 1e-4 * hi:
+            msg += f"your scale is x.max() / 127 = {from_max:.4g}, which ignores the minimum; "
+        return msg + (
+            f"symmetric scale = max|x| / 127 covers [-max|x|, max|x|] = [{lo:.4g}, {hi:.4g}]{where}, and max|x| "
+            "counts the most negative value too"
+        )
+    from_max = hi / 255.0
+    if lo < 0 and abs(s - from_max) <= 1e-4 * (hi - lo):
+        msg += f"your scale is max(x, 0) / 255 = {from_max:.4g}, which ignores the minimum {lo:.4g}; "
+    return msg + (
+        f"(scale, zero_point) must cover [lo, hi] = [min(x.min(), 0), max(x.max(), 0)] = [{lo:.4g}, {hi:.4g}]"
+        f"{where}, so scale = (hi - lo) / 255 and zero_point = round(-128 - lo / scale)"
+    )
+
+
 def _check_quantize(case: Case, outs: list[np.ndarray]) -> str | None:
     x = case.arrays["x"]
     mode, axis = case.scalars["mode"], case.scalars["axis"]
@@ -127,7 +193,7 @@ def _check_quantize(case: Case, outs: list[np.ndarray]) -> str | None:
     if q.shape != x.shape:
         return f"q has shape {q.shape}; expected {x.shape} like x"
     exp_scale, exp_zp = expected_params(x, mode, axis)
-    if scale.shape not in (exp_scale.shape, (1,) * max(exp_scale.ndim, 1)) or zp.size != exp_scale.size:
+    if scale.size != exp_scale.size or zp.size != exp_scale.size:
         return f"scale has shape {scale.shape} and zero_point {zp.shape}; expected {exp_scale.shape} (one per channel along axis {axis})"  # fmt: skip
     scale = scale.reshape(exp_scale.shape).astype(np.float64)
     zp = zp.reshape(exp_scale.shape)
@@ -154,7 +220,8 @@ def _check_quantize(case: Case, outs: list[np.ndarray]) -> str | None:
         idx = tuple(int(i) for i in np.argwhere(err > bound)[0])
         return (
             f"round-trip error {err[idx]:.4g} > scale/2 = {bound[idx]:.4g} at index {idx} (x={x[idx]:.6g}, "
-            f"q={int(q[idx])}, dequantized {x_hat[idx]:.6g}): round (not truncate) and clip, with no int8 wrap-around"
+            f"q={int(q[idx])}, dequantized {x_hat[idx]:.6g}): "
+            + _round_trip_hint(x, q, scale, zp, idx, mode, axis, lo_q)
         )
     zeros = x == 0
     if np.any(zeros) and np.any(x_hat[zeros] != 0):
@@ -162,7 +229,12 @@ def _check_quantize(case: Case, outs: list[np.ndarray]) -> str | None:
         return f"0.0 at index {idx} came back as {x_hat[idx]:.6g}: 0 must be exactly representable (q == zero_point)"
     msg = compare_array(scale, exp_scale, case, rtol=1e-5, atol=1e-12, what="scale:")
     if msg:
-        return msg + " (the range is [min(x, 0), max(x, 0)]; a zero range gets scale 1.0)"
+        rule = (
+            "symmetric scale = max|x| / 127, the largest magnitude at either end"
+            if mode == "symmetric"
+            else "asymmetric scale = (hi - lo) / 255 over [lo, hi] = [min(x.min(), 0), max(x.max(), 0)]"
+        )
+        return f"{msg} ({rule}; a zero range gets scale 1.0)"
     if np.any(np.abs(zp - exp_zp) > 1):
         return f"zero_point {zp.reshape(-1)[:4]} differs from round(-128 - lo / scale) = {exp_zp.reshape(-1)[:4]}"
     return None

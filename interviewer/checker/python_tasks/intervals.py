@@ -32,7 +32,10 @@ def random_list(g: np.random.Generator, n: int, span: int) -> list[list[int]]:
 
 
 def make_cases() -> list[tuple[Case, dict[str, Any]]]:
-    """Fresh random inputs each run plus edge cases (empty, touching, nested, one list swallowing the other)."""
+    """Fresh random inputs each run plus edge cases (empty, touching, nested, one list swallowing the other).
+
+    Every case also checks that the inputs come back unmodified (the statement says so).
+    """
     g = rng()
     specs: list[tuple[str, list[list[int]], list[list[int]]]] = [
         ("random overlapping lists", random_list(g, 8, 60), random_list(g, 7, 60)),
@@ -46,7 +49,10 @@ def make_cases() -> list[tuple[Case, dict[str, Any]]]:
         ("long lists", random_list(g, 2000, 20000), random_list(g, 2000, 20000)),
     ]
     return [
-        (Case(name=n, func="merge_intervals", scalars={"a": a, "b": b}, json=True), {"a": a, "b": b})
+        (
+            Case(name=n, func="merge_intervals", scalars={"a": a, "b": b}, json=True, check_inputs=True),
+            {"a": a, "b": b},
+        )
         for n, a, b in specs
     ]
 

@@ -1,4 +1,7 @@
-"""Grader for unique-triplets: the expected set is computed here; the large case enforces O(n^2)."""
+"""Grader for unique-triplets: the expected set is computed here; the large case enforces O(n^2).
+
+A run that times out is told the growth rate its timed cases showed (e.g. O(n^3)).
+"""
 
 from __future__ import annotations
 
@@ -6,6 +9,7 @@ from typing import Any
 
 from interviewer.checker.models import TaskInfo, Verdict
 from interviewer.checker.python_tasks.common import Case, prewarm_harness
+from interviewer.checker.python_tasks.complexity import Scaling
 from interviewer.checker.python_tasks.listcases import as_int_rows, grade_list_task, rng, short
 from interviewer.checker.sandbox import Sandbox
 
@@ -28,6 +32,17 @@ def expected_triplets(nums: list[int], target: int) -> set[tuple[int, int, int]]
     return out
 
 
+# Growing sizes, run last and in order: an O(n^3) solution finishes the small ones (their CPU times show its
+# growth) and runs out of time on the largest, which an O(n^2) one handles in well under a second.
+LADDER = (100, 200, 400, 1000)
+SCALING = Scaling(
+    sizes={f"{n} numbers (timed)": n for n in LADDER[:-1]}
+    | {f"{LADDER[-1]} numbers (needs O(n^2))": LADDER[-1]},
+    expected=2,
+    how="sort, then two pointers for each first value",
+)
+
+
 def make_cases() -> list[tuple[Case, dict[str, Any]]]:
     """Fresh random inputs each run, plus the classic edge cases."""
     g = rng()
@@ -43,7 +58,8 @@ def make_cases() -> list[tuple[Case, dict[str, Any]]]:
             [int(v) for v in g.integers(-1000, 1001, 120)],
             int(g.integers(-50, 0)),
         ),
-        ("800 numbers (needs O(n^2))", [int(v) for v in g.integers(-3000, 3001, 800)], 0),
+        *((f"{n} numbers (timed)", [int(v) for v in g.integers(-3000, 3001, n)], 0) for n in LADDER[:-1]),
+        (f"{LADDER[-1]} numbers (needs O(n^2))", [int(v) for v in g.integers(-3000, 3001, LADDER[-1])], 0),
     ]
     return [
         (
@@ -85,7 +101,7 @@ def _check(case: Case, inp: dict[str, Any], value: Any) -> str | None:
 
 def grade(task: TaskInfo, code: str, sandbox: Sandbox) -> Verdict:
     """Run the hidden tests and compare sets of triplets here."""
-    return grade_list_task(task, code, sandbox, make_cases(), _check)
+    return grade_list_task(task, code, sandbox, make_cases(), _check, scaling=SCALING)
 
 
 def prepare(task: TaskInfo, sandbox: Sandbox) -> None:
