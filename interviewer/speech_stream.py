@@ -38,6 +38,7 @@ from interviewer.speech import SAMPLE_RATE, Audio, TextToSpeech, Transcript, _pa
 __all__ = [
     "SILERO_VAD_SHA256",
     "WINDOW",
+    "BackgroundAnswer",
     "SentenceSplitter",
     "SileroVAD",
     "SpokenAnswer",
@@ -131,8 +132,8 @@ class TurnConfig:
     min_speech_ms: int = 90  # shorter blips (a click, a breath) do not start a turn
     pad_ms: int = 150  # audio kept either side of a phrase, so Whisper hears whole words
     max_phrase_seconds: float = 12.0  # a phrase with no pause is cut at its quietest point after this long
-    # Whisper's beam for a phrase: greedy is as accurate on short phrases here (BENCHMARKS.md) and quicker,
-    # and the last phrase is decoded while the candidate waits.
+    # Whisper's beam for a phrase: greedy, because the last phrase is decoded while the candidate waits
+    # (on the test answers greedy and beam 5 differ by about half a point of WER).
     beam_size: int = 1
 
     def __post_init__(self) -> None:
@@ -420,6 +421,90 @@ class SpokenAnswer:
         finally:
             self.stt_seconds += time.perf_counter() - t0
         return tr.text.strip()
+
+
+class BackgroundAnswer:
+    """A :class:`SpokenAnswer` fed on its own thread: the caller only queues chunks and reads the latest state.
+
+    The page's stream handler must return at once: Gradio drops microphone chunks that arrive while the
+    previous one is still being handled, so a phrase being transcribed (or a model loading) would cost words.
+    ``make`` builds the answer on the worker, so loading the recognisers does not block the caller either.
+    """
+
+    _FINISH = object()
+
+    def __init__(self, make: Callable[[], SpokenAnswer], *, continue_on_end: bool = False) -> None:
+        self.continue_on_end = continue_on_end  # the turn never ends by itself: a long silence is a pause
+        self.error: Exception | None = None
+        self.answer: SpokenAnswer | None = None
+        self._make = make
+        self._lock = threading.Lock()
+        self._transcript = ""
+        self._shown = ""  # the transcript the caller last saw
+        self._speaking = False
+        self._ended = False
+        self._seconds = 0.0
+        self._todo: queue.Queue[Any] = queue.Queue()
+        self._finished = threading.Event()
+        threading.Thread(target=self._work, name="listen", daemon=True).start()
+
+    @property
+    def seconds(self) -> float:
+        with self._lock:
+            return self._seconds
+
+    @property
+    def ended(self) -> bool:
+        with self._lock:
+            return self._ended
+
+    def feed(self, samples: np.ndarray, rate: int = SAMPLE_RATE) -> Update:
+        """Queue a chunk; the state as of the chunks handled so far (``grew``: changed since the last call)."""
+        self._todo.put((samples, rate))
+        with self._lock:
+            grew = self._transcript != self._shown
+            self._shown = self._transcript
+            return Update(self._transcript, self._speaking, self._ended, grew)
+
+    def finish(self, timeout: float = 60.0) -> str:
+        """Transcribe what is left and end the turn (the microphone stopped); waits for the queue to drain."""
+        self._todo.put(self._FINISH)
+        self._finished.wait(timeout)
+        with self._lock:
+            self._shown = self._transcript
+            return self._transcript
+
+    def close(self) -> None:
+        """Stop the worker (the answer was sent or abandoned)."""
+        self._todo.put(None)
+
+    def _work(self) -> None:
+        try:
+            self.answer = self._make()
+        except Exception as e:  # reported to the page by the next chunk's handler, not lost on this thread
+            self.error = e
+            self._finished.set()
+            return
+        ans = self.answer
+        while (item := self._todo.get()) is not None:
+            if item is self._FINISH:
+                ans.finish()
+                self._publish(ans, ended=True)
+                self._finished.set()
+                continue
+            update = ans.feed(*item)
+            ended = update.ended
+            if ended and self.continue_on_end:
+                ans.continue_turn()
+                ended = False
+            self._publish(ans, ended=ended)
+
+    def _publish(self, ans: SpokenAnswer, *, ended: bool) -> None:
+        with self._lock:
+            self._transcript = ans.transcript
+            self._speaking = ans.detector.speaking
+            self._ended = self._ended or ended
+            self._seconds = ans.seconds
 
 
 # --------------------------------------------------------------------------------------------- speaking

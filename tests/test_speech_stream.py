@@ -444,14 +444,19 @@ def test_the_page_streams_the_transcript_ends_the_turn_and_voices_the_reply(
     audio, _ = spoken_answer
     pcm = (audio * 32767).astype(np.int16)
     turns, shown, spoken = 0, [], None
-    for i in range(0, len(pcm), 4000):  # 250 ms chunks, as stream_every=0.25 sends them
-        box, sp, turns, _voice = app.listen((16_000, pcm[i : i + 4000]), "", sid, owner, turns, True)
+    quiet = np.zeros(4000, np.int16)
+    chunks = [pcm[i : i + 4000] for i in range(0, len(pcm), 4000)] + [quiet] * 400
+    for chunk in chunks:  # 250 ms chunks, as stream_every=0.25 sends them; the microphone stays open
+        box, sp, turns, _voice = app.listen((16_000, chunk), "", sid, owner, turns, True)
         if isinstance(box, str):
             shown.append(box)
             spoken = sp
         if turns:
             break
-    assert turns == 1, "one end of turn, after the final silence"
+        threading.Event().wait(0.1)  # the handler returns at once; transcription runs on the answer's thread
+    listening = app._spoken.get(sid)
+    state = listening and (listening.answer.error, listening.answer.seconds, listening.answer._todo.qsize())
+    assert turns == 1, f"one end of turn, after the final silence; {shown[-1:]}, {state}"
     assert len(shown) >= 3 and all(b.startswith(a) for a, b in itertools.pairwise(shown))
     assert word_error_rate(" ".join(ANSWER), shown[-1]) < 0.25, shown[-1]
     assert spoken is not None and spoken["transcript"] == shown[-1] and spoken["seconds"] > 5
@@ -464,3 +469,35 @@ def test_the_page_streams_the_transcript_ends_the_turn_and_voices_the_reply(
     events = app.rt.store.events(sid)
     answered = [e.payload for e in events if e.kind == "answered"]
     assert answered[-1]["mode"] == "spoken" and answered[-1]["text"] == shown[-1]
+
+
+def test_the_page_handler_never_waits_for_a_transcription() -> None:
+    """Gradio drops microphone chunks that arrive while the last one is being handled: feed must not block."""
+    from interviewer.speech_stream import BackgroundAnswer
+
+    gate = threading.Event()
+
+    class GatedSTT(RecordingSTT):
+        def transcribe_audio(self, audio: Any, **kwargs: Any) -> Any:
+            gate.wait(30)
+            return super().transcribe_audio(audio, **kwargs)
+
+    stt = GatedSTT(["One.", "Two."])
+    bg = BackgroundAnswer(lambda: SpokenAnswer(stt, energy_vad))
+    audio = np.concatenate([tone(600), silence(400), tone(600), silence(1000)])
+    updates = [bg.feed(audio[i : i + 4000]) for i in range(0, len(audio), 4000)]  # would hang if it blocked
+    assert not any(u.ended or u.transcript for u in updates)  # the first phrase is still being transcribed
+    gate.set()
+    assert bg.finish() == "One. Two." and bg.ended
+    assert len(stt.calls) == 2  # both phrases were heard: no chunk was dropped while the first was decoded
+    bg.close()
+
+
+def test_a_recogniser_that_cannot_load_is_reported() -> None:
+    from interviewer.speech_stream import BackgroundAnswer
+
+    def make() -> SpokenAnswer:
+        raise SpeechError("silero-vad is not installed: pip install 'silero-vad==6.2.3'")
+
+    bg = BackgroundAnswer(make)
+    assert bg.finish(5) == "" and isinstance(bg.error, SpeechError)

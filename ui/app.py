@@ -56,9 +56,10 @@ def _shown(chat: Chat) -> Chat:
 class _Listening:
     """An answer being spoken into the streaming microphone, and the text typed before it."""
 
-    answer: Any  # interviewer.speech_stream.SpokenAnswer (imported lazily: speech is optional at startup)
+    answer: Any  # interviewer.speech_stream.BackgroundAnswer (imported lazily: speech loads on first use)
     prefix: str
-    interrupted: bool = False
+    interrupted: bool = False  # the candidate's voice stopped the interviewer's
+    ended: bool = False  # the end of this turn was shown to the page (which sends it)
 
 
 # The interviewer's voice arrives a sentence at a time: the page queues the pieces and plays them in order;
@@ -309,7 +310,11 @@ class App:
                 return
         except InterviewerError as e:
             raise gr.Error(str(e)) from e
-        self._spoken.pop(sid or "", None)  # a spoken answer being sent: the microphone starts a new one
+        sent = self._spoken.pop(
+            sid or "", None
+        )  # a spoken answer being sent: the microphone starts a new one
+        if sent is not None:
+            sent.answer.close()
         mode, extra = "typed", None
         if spoken and spoken.get("transcript"):
             # Spoken if the text sent is (an edit of) the transcript; the audio's length goes in the log.
@@ -367,6 +372,27 @@ class App:
         stop = self._voice_stop.get(sid or "")
         if stop is not None:
             stop.set()
+
+    def mic_start(self, sid: str | None) -> None:
+        """The microphone opened: the interviewer stops talking, and the recognisers load now, in the background,
+        so the first words are not waiting behind a model load (the page drops chunks while one is waiting)."""
+        self.stop_voice(sid)
+        threading.Thread(target=self._warm_listening, name="warm-speech", daemon=True).start()
+
+    def _warm_listening(self) -> None:
+        from interviewer.speech import get_stt
+        from interviewer.speech_stream import SileroVAD
+
+        try:
+            if self._vad is None:
+                self._vad = SileroVAD()
+            self._vad.load()
+            stt = get_stt(self.rt.settings)
+            load = getattr(stt, "load", None)
+            if callable(load):
+                load()
+        except InterviewerError as e:
+            log.info("speech recognition could not load: %s", e)
 
     def send_if_auto(
         self,
@@ -464,63 +490,81 @@ class App:
         if lock is not None and lock.locked():
             return nothing  # the interviewer is replying: this is not the candidate's turn yet
         listening = self._spoken.get(sid)
-        if listening is not None and listening.answer.ended:
+        if listening is not None and listening.ended:
             return nothing  # this turn is over and on its way
         if listening is None:
-            try:
-                listening = self._spoken[sid] = self._start_listening(typed, sid, owner, request)
-            except InterviewerError as e:
-                gr.Warning(f"Live transcription is unavailable: {e}")
-                return nothing
+            listening = self._spoken[sid] = self._start_listening(typed, sid, owner, request)
+        if listening.answer.error is not None:
+            self._spoken.pop(sid, None)
+            gr.Warning(f"Live transcription is unavailable: {listening.answer.error}")
+            return nothing
         rate, samples = chunk
+        listening.answer.continue_on_end = not auto  # without auto-send a long silence is only a pause
         update = listening.answer.feed(samples, rate)
         voice: Any = gr.update()
         if update.speaking and not listening.interrupted:
             listening.interrupted = True  # the candidate talks over the interviewer: its voice stops
             self.stop_voice(sid)
             voice = None
-        ended = update.ended and auto
-        if update.ended and not auto:
-            listening.answer.continue_turn()  # a pause, not a turn: the next words go on the same answer
+        if update.ended and not update.transcript:  # only noise: listen afresh
+            self._spoken.pop(sid, None)
+            listening.answer.close()
         if not (update.grew or update.ended) or not update.transcript:
             return gr.update(), gr.update(), turns, voice
         spoken = {"transcript": update.transcript, "seconds": round(listening.answer.seconds, 2)}
-        return listening.prefix + update.transcript, spoken, turns + (1 if ended else 0), voice
+        listening.ended = update.ended
+        return listening.prefix + update.transcript, spoken, turns + (1 if update.ended else 0), voice
 
     def listen_stop(
         self, typed: str, sid: str | None, owner: str | None, turns: int, request: gr.Request | None = None
     ) -> tuple[Any, Any, Any]:
         """The microphone stopped before a silence ended the turn: transcribe the rest and end it now."""
         listening = self._spoken.pop(sid or "", None)
-        if listening is None or listening.answer.ended or not listening.answer.finish():
+        if listening is None or listening.ended:
+            return gr.update(), gr.update(), turns  # no answer, or it ended and went out already
+        transcript = listening.answer.finish()
+        listening.answer.close()
+        if not transcript:
             return gr.update(), gr.update(), turns
-        transcript = listening.answer.transcript
         spoken = {"transcript": transcript, "seconds": round(listening.answer.seconds, 2)}
         return listening.prefix + transcript, spoken, turns + 1
 
     def _start_listening(
         self, typed: str, sid: str, owner: str | None, request: gr.Request | None
     ) -> _Listening:
+        """A new spoken answer; the recognisers load and the question is read on its worker thread."""
         from interviewer.speech import get_stt
-        from interviewer.speech_stream import SileroVAD, SpokenAnswer, TurnConfig, chunk_transcriber
+        from interviewer.speech_stream import (
+            BackgroundAnswer,
+            SileroVAD,
+            SpokenAnswer,
+            TurnConfig,
+            chunk_transcriber,
+        )
 
-        if self._vad is None:
-            self._vad = SileroVAD()
-        q = planner.resume_session(self.rt, self._owner(owner, request), sid, read_only=True).question
+        who = self._owner(owner, request)
         prefix = f"{typed.rstrip()} " if typed and typed.strip() else ""
 
         def prefill(transcript: str) -> None:
             # Whole phrases are final, so the trailing space lets the prefill keep their last word.
             self.typing(prefix + transcript + " ", sid, owner, request)
 
-        answer = SpokenAnswer(
-            chunk_transcriber(get_stt(self.rt.settings)),
-            self._vad.stream(),
-            TurnConfig(end_of_turn_ms=self.rt.settings.end_of_turn_ms),
-            context=q.question if q else None,
-            on_partial=prefill,
-        )
-        return _Listening(answer, prefix)
+        def make() -> SpokenAnswer:
+            if self._vad is None:
+                self._vad = SileroVAD()
+            try:
+                q = planner.resume_session(self.rt, who, sid, read_only=True).question
+            except InterviewerError:
+                q = None
+            return SpokenAnswer(
+                chunk_transcriber(get_stt(self.rt.settings)),
+                self._vad.stream(),
+                TurnConfig(end_of_turn_ms=self.rt.settings.end_of_turn_ms),
+                context=q.question if q else None,
+                on_partial=prefill,
+            )
+
+        return _Listening(BackgroundAnswer(make), prefix)
 
     def run_tests(self, code: str, sid: str | None, owner: str | None, request: gr.Request) -> str:
         """Run the open coding question's hidden tests in the sandbox; the verdict is stored with the turn."""
@@ -787,7 +831,9 @@ def build(runtime: Runtime, *, admin: bool = True, report_ttl: int = REPORT_TTL_
                 # The latest voiced sentence (replayable); the page plays the pieces in order as they come.
                 voice = gr.Audio(label="Interviewer's voice", interactive=False, elem_id="voice")
             spoken = gr.State(None)
-            turns = gr.State(0)  # spoken turns ended by a silence (or by stopping the microphone)
+            # Spoken turns ended by a silence (or by stopping the microphone): a component, not a State, so its
+            # change event fires when a stream event updates it.
+            turns = gr.Number(0, visible=False, precision=0, elem_id="spoken-turns")
             with gr.Row():
                 send_btn = gr.Button("Send", variant="primary", elem_id="send")
                 clarify_btn = gr.Button("Ask a clarifying question", elem_id="clarify")
@@ -860,7 +906,7 @@ def build(runtime: Runtime, *, admin: bool = True, report_ttl: int = REPORT_TTL_
         )
         voice.change(None, [voice], None, js=_VOICE_QUEUE_JS)
         stop_voice_btn.click(app.stop_voice, [sid], None, js=_VOICE_STOP_JS, api_visibility="private")
-        mic.start_recording(app.stop_voice, [sid], None, js=_VOICE_STOP_JS, api_visibility="private")
+        mic.start_recording(app.mic_start, [sid], None, js=_VOICE_STOP_JS, api_visibility="private")
         mic.stream(
             app.listen,
             [mic, answer, sid, owner, turns, auto_send],
