@@ -162,13 +162,23 @@ def test_calibrate_command_on_a_small_sample_writes_nothing_with_no_write(tmp_pa
         w = csvlib.DictWriter(f, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(r for r in rows if r["question_id"] in keep)
+    # Three trap files, not the whole set (892 answers scored twice would dominate the test's time).
+    traps = tmp_path / "traps"
+    for f in sorted((REPO / "tests" / "data" / "traps").glob("*/*.yaml"))[::60][:3]:
+        (traps / f.parent.name).mkdir(parents=True, exist_ok=True)
+        (traps / f.parent.name / f.name).write_bytes(f.read_bytes())
     before = CALIBRATION_PATH.read_bytes()
-    result = runner.invoke(app, ["calibrate", "--csv", str(csv), "--folds", "3", "--no-write"])
+    result = runner.invoke(
+        app, ["calibrate", "--csv", str(csv), "--folds", "3", "--no-write", "--traps", str(traps)]
+    )
     assert result.exit_code == 0, result.output
     assert "3-fold question-level CV" in result.stdout and "scorer: coverage model" in result.stdout
     assert CALIBRATION_PATH.read_bytes() == before
+    assert "trap set (offline scorer, all questions)" in result.stdout
     out = tmp_path / "cal.json"
-    written = runner.invoke(app, ["calibrate", "--csv", str(csv), "--folds", "3", "--output", str(out)])
+    written = runner.invoke(
+        app, ["calibrate", "--csv", str(csv), "--folds", "3", "--output", str(out), "--traps", str(traps)]
+    )
     assert written.exit_code == 0 and out.stat().st_size > 100
 
 
