@@ -378,7 +378,10 @@ def test_the_real_embedded_server_reads_the_shared_prefix_from_its_cache(tmp_pat
     assert all(0.0 < v.confidence <= 1.0 for v in cached.verdicts)
     # The 2nd and 3rd prompts differ from the 1st only in the key point: most of each is read from the cache.
     assert cached.cost.cached_tokens > 0.5 * cached.cost.prompt_tokens
-    assert control.cost.cached_tokens == 0 and control.cost.prompt_tokens >= cached.cost.prompt_tokens
+    # The control reads everything itself. Its prompts are as long give or take the fence's random id, whose
+    # token count varies from answer to answer (878 vs 890 seen), so compare lengths within 10%.
+    assert control.cost.cached_tokens == 0
+    assert control.cost.prompt_tokens >= 0.9 * cached.cost.prompt_tokens
 
 
 def test_rounds_get_a_background_judge_by_default_and_none_when_switched_off(tmp_path):
