@@ -367,3 +367,23 @@ def test_choose_never_praises_a_contradiction():
     )
     plan = choose(q, 0, reading, Done(), "x")
     assert plan.move == "challenge" and plan.ack is None
+
+
+def test_with_the_scorers_rule_the_scorer_decides_what_is_off_topic():
+    """Runtime gives the listener RubricScorer.off_topic: its verdict, not the word share, decides a redirect."""
+    jira = "We tracked everything in Jira tickets and held daily standups during two-week sprints."
+    asked: list[str] = []
+
+    def scorer_rule(q, answer):
+        asked.append(answer)
+        return "relevance 0.12 to this question"
+
+    reading = Listener(topic=scorer_rule).read(batching(), 0, jira)
+    assert reading.kind == "off_topic" and reading.reason == "relevance 0.12 to this question"
+    assert asked == [jira]
+    # The scorer says on topic: no redirect, although the word share alone would have redirected it.
+    assert Listener(topic=lambda q, a: None).read(batching(), 0, jira).kind != "off_topic"
+    # An answer that covers a key point is never sent to the rule at all.
+    asked.clear()
+    assert Listener(topic=scorer_rule).read(batching(), 0, SOLID_MAIN).kind != "off_topic"
+    assert asked == []

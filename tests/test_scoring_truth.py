@@ -183,3 +183,26 @@ def test_the_report_never_quotes_a_wrong_claim_as_evidence_and_ranks_by_capped_s
     assert "contradicted by" in md and "contradicted: the answer says" in md
     assert f"evidence: \u201c{claim}" not in md and "evidence: \u201cThe forward pass went from 60" not in md
     assert "contradicted by" in render_html(rep)
+
+
+def test_an_answer_that_meets_nothing_of_the_rubric_is_off_topic_below_the_relevance_bar() -> None:
+    """The unmet-rubric rule: low relevance alone is a weak answer; with nothing of the rubric met, off-topic."""
+    reason = RubricScorer._off_topic_reason
+    assert reason(0.30, None, met=False, covered=False) == "relevance 0.30 and nothing of the rubric met"
+    assert (
+        reason(0.30, None, met=True, covered=False) is None
+    )  # a check passed: a weak answer, not another topic
+    assert reason(0.40, None, met=False, covered=False) is None
+    assert reason(0.15, None, met=True, covered=True) is not None  # absolute relevance still rules
+    assert reason(0.60, 0.25, met=True, covered=False) is not None  # closer to another question, no key point
+    assert reason(0.60, 0.25, met=True, covered=True) is None
+
+
+def test_story_rounds_are_not_judged_by_closeness_to_another_story(bank) -> None:
+    """Every "tell me about a time" answer resembles the other story questions: no relative relevance there."""
+    stories = [q for q in bank.questions.values() if q.round.value in ("behavioral", "recruiter-screen")]
+    technical = bank.get("inference.batching.decode-bandwidth-bound")
+    sc = RubricScorer(neighbours=list(bank.questions.values()))
+    for q in stories[:3]:  # returns before any embedding: no model is loaded for this
+        assert sc._relevance_gap(q.id, q.question, list(q.key_points), q.model_answer) is None
+    assert technical.id not in sc._stories and stories[0].id in sc._stories

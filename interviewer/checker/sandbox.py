@@ -1,6 +1,6 @@
 """Run untrusted candidate code in layered isolation and hand back only data.
 
-Layers (all together; see ../shared/notes/probes.md for what each one stopped on its own):
+Layers (all together: no single one stopped every attack tried; interviewer/checker/README.md, "The sandbox"):
 a separate process in its own session, killed as a group by a wall-clock timer on the grader's side;
 an unprivileged uid (``setpriv``) when the grader runs as root; ``bwrap`` with every namespace unshared
 (no network), a read-only view of the system dirs and the Python installation, and a private ``/box``;
