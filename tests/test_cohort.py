@@ -19,9 +19,9 @@ from interviewer.store import SessionStore
 
 from .conftest import FIXTURE_CONTENT
 from .support.app_process import INTERVIEWER, AppProcess, app_env
-from .support.candidates import run_candidate_failover, store_problems
+from .support.candidates import CandidateRun, run_candidate_failover, store_problems
 from .support.postgres import postgres_server
-from .support.services import chroma_server, nginx_proxy
+from .support.services import chroma_server, nginx_proxy, open_connections
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -54,19 +54,33 @@ def test_32_candidates_through_nginx_survive_a_replica_killed_mid_round(tmp_path
         ]
         try:
             with nginx_proxy([r.port for r in replicas]) as url:
-                answered = lambda: sum(1 for p in list(model.stats.prompts) if "] turn " in str(p))  # noqa: E731
+                progress: list[int] = []  # a candidate's index per answered turn
                 killed = threading.Event()
+                unfinished_at_kill: list[int] = []
 
                 def killer() -> None:
+                    # Mid-round by the candidates' own count (about a third of the turns are in), not by the model
+                    # server's prompts: the truth judge's prompts lag behind, and a kill timed on them once came
+                    # after every candidate had finished. Then make sure replica 0 is serving someone.
                     deadline = time.monotonic() + 300
-                    while answered() < CANDIDATES and time.monotonic() < deadline:
-                        time.sleep(0.1)
-                    replicas[0].kill9()  # mid-round: about a third of the turns are in
+                    while len(progress) < CANDIDATES and time.monotonic() < deadline:
+                        time.sleep(0.05)
+                    while open_connections(replicas[0].port) == 0 and time.monotonic() < deadline:
+                        time.sleep(0.01)
+                    unfinished_at_kill.append(CANDIDATES - len(finished))
+                    replicas[0].kill9()
                     killed.set()
+
+                finished: set[int] = set()
+
+                def candidate(i: int) -> CandidateRun:
+                    run = run_candidate_failover(url, i, progress=progress)
+                    finished.add(i)
+                    return run
 
                 threading.Thread(target=killer, daemon=True).start()
                 with ThreadPoolExecutor(CANDIDATES) as pool:
-                    runs = list(pool.map(lambda i: run_candidate_failover(url, i), range(CANDIDATES)))
+                    runs = list(pool.map(candidate, range(CANDIDATES)))
                 assert killed.is_set()
         finally:
             for r in replicas:
@@ -77,7 +91,10 @@ def test_32_candidates_through_nginx_survive_a_replica_killed_mid_round(tmp_path
         store = SessionStore(env["INTERVIEWER_DATABASE_URL"])
         assert store_problems(store, runs) == []
         assert len({r.session_id for r in runs}) == CANDIDATES
-        assert sum(getattr(r, "failovers", 0) for r in runs) > 0, "the kill hit no candidate mid-round"
+        assert unfinished_at_kill and unfinished_at_kill[0] > 0, (
+            "every candidate had finished before the kill"
+        )
+        assert sum(getattr(r, "failovers", 0) for r in runs) > 0, "the kill hit no candidate mid-turn"
         store.close()
         # A shared model server's prefix cache keeps working across replicas: every follow-up prompt about one
         # candidate's question, from whichever replica, starts with the same system message. (The truth judge's

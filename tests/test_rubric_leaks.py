@@ -185,3 +185,30 @@ def test_the_scorer_samples_strong_answers_assert_no_wrong_claim_and_the_wrong_o
     for qid, replies in WHY.items():
         for reply in replies:
             assert not find_contradictions(reply, bank.questions[qid].contradictions), (qid, reply)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "A slow answer.",
+        "candidate 3 [ab12] turn 1: the bottleneck moves to memory bandwidth, so I measure first.",
+    ],
+)
+def test_the_standin_follow_up_is_accepted_on_every_question(bank, answer):
+    """Tests that serve the real bank through the stand-in server expect its follow-up, not the authored one,
+    on whichever question a round draws: its reply must pass the engine's checks on every question."""
+    from interviewer import listen
+    from interviewer.llm.standin import default_reply
+    from interviewer.session import followup_problem
+
+    rejected = []
+    for q in bank.questions.values():
+        for level in (1, 2):
+            step = q.why(level)
+            prompt = f"It must probe: {step.target}.\n<candidate_answer>{answer}</candidate_answer>"
+            text = default_reply([{"role": "user", "content": prompt}])
+            target = f"{step.target} {' '.join(step.key_points)} {q.question}"
+            problem = followup_problem(text, target, answer, [q.question]) or listen.leak(text, q, [answer])
+            if problem:
+                rejected.append(f"{q.id} why {level}: {problem}")
+    assert rejected == []

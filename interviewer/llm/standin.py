@@ -28,17 +28,18 @@ _ANSWER = re.compile(r"<candidate_answer>\s*(.*?)\s*</candidate_answer>", re.S)
 
 
 def default_reply(messages: list[dict[str, Any]]) -> str:
-    """A follow-up the engine accepts: a question naming the level's target (taken from the prompt)."""
+    """A follow-up the engine accepts on every bank question: a question about the candidate's own words.
+
+    It names nothing of the level's target: any rubric wording, even the target's first few words, can be a
+    leak the engine rejects (it then asks the authored follow-up instead, and a test expecting the model's
+    follow-up fails on whichever question the round happened to draw).
+    """
     last = str(messages[-1].get("content", "")) if messages else ""
     a = _ANSWER.search(last)
     # The candidate's own words (letters only, so no markup is echoed) keep it from repeating the question.
     said = " ".join(re.findall(r"[A-Za-z]{4,}", a.group(1) if a else last)[:4]) or "that"
-    # It names what the level probes only by its first words: echoing the rubric's target wording would be a
-    # leak, which the engine rejects (and then asks the authored follow-up instead).
-    m = _TARGET.search(last)
-    if m:
-        probe = " ".join(m.group(1).split()[:3]).rstrip(".?,")
-        return f"Walk me through this: given what you said about {said}, what changes around {probe}?"
+    if _TARGET.search(last):
+        return f"Walk me through this: given what you said about {said}, what would make it stop holding?"
     return f"Why does {said} hold?"
 
 

@@ -131,9 +131,13 @@ def run_candidate_failover(
     per_round: int = 1,
     max_turns: int = 40,
     attempts: int = 10,
+    progress: list[int] | None = None,
 ) -> CandidateRun:
     """A candidate behind a proxy: when its replica dies mid-turn it reconnects, reopens its session (any
-    replica can, from the shared store) and carries on; an answer that was already stored is not sent twice."""
+    replica can, from the shared store) and carries on; an answer that was already stored is not sent twice.
+
+    ``progress``, when given, gets the candidate's index appended after each answered turn (for a test that
+    acts mid-round)."""
     from gradio_client import Client
 
     run = CandidateRun(idx)
@@ -178,6 +182,8 @@ def run_candidate_failover(
             run.turn_s.append(time.perf_counter() - t)
             run.sent.append(answer)
             n += 1
+            if progress is not None:
+                progress.append(idx)
         run.finished = "finished" in status
     except Exception as e:  # a load run counts errors rather than stopping at the first
         run.error = f"{type(e).__name__}: {e}"

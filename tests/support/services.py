@@ -74,6 +74,22 @@ def chroma_server() -> Iterator[str]:
         shutil.rmtree(root, ignore_errors=True)
 
 
+def open_connections(port: int) -> int:
+    """Established TCP connections to a local listening ``port`` (Linux: read from /proc/net/tcp{,6})."""
+    n = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            rows = Path(table).read_text(encoding="ascii").splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            local, state = fields[1], fields[3]
+            if state == "01" and int(local.rsplit(":", 1)[1], 16) == port:
+                n += 1
+    return n
+
+
 def nginx_config(upstreams: Sequence[int], listen: int) -> str:
     """deploy/nginx.conf with its replica and listen addresses replaced."""
     text = NGINX_CONF.read_text(encoding="utf-8")
