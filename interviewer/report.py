@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 
 from interviewer.content import Bank, Question, Round
 from interviewer.scoring.models import QuestionScore
-from interviewer.session import Scorer, State, plan_bank, replay
+from interviewer.session import Scorer, State, hinted_levels, plan_bank, replay
 from interviewer.store import SessionStore
 
 PRACTICE_LABEL = "Practice signal from a mock interview, not a prediction of any real hiring decision."
@@ -184,7 +184,10 @@ def build_report(
             if qid not in st.scores and answers and qid in bank.questions:
                 runs = st.code_runs.get(qid)
                 st.scores[qid] = scorer.score(
-                    bank.get(qid), answers, bool(runs[-1].get("passed")) if runs else None
+                    bank.get(qid),
+                    answers,
+                    bool(runs[-1].get("passed")) if runs else None,
+                    hints=hinted_levels(st.turns, qid),
                 )
     answered_events: dict[str, list[Any]] = defaultdict(list)
     for ev in events:
@@ -243,6 +246,9 @@ def build_report(
                 gaps.append(f"why-chain broke at level {qr.score.why_depth + 1}")
             if qr.score.key_points_missed:
                 gaps.append("missed: " + "; ".join(qr.score.key_points_missed[:3]))
+            hinted = sum(a.kind == "hint" for a in qr.score.adjustments)
+            if hinted:
+                gaps.append(f"needed {hinted} hint(s)")
             if gaps:
                 study.append(
                     StudyItem(topic=qr.topic, question_id=qr.id, why=", ".join(gaps), documents=qr.knowledge)
@@ -364,6 +370,8 @@ def render_markdown(rep: Report) -> str:
                     )
                 if s.key_points_missed:
                     out.append("- missed key points: " + "; ".join(s.key_points_missed))
+                for a in s.adjustments:  # what a hint cost, what a push step earned
+                    out.append(f"- {_md_escape(a.note)}")
             else:
                 out.append("_Answered, not scored._")
             for run in q.code_runs[-1:]:
@@ -457,6 +465,8 @@ def render_html(rep: Report) -> str:
                     )
                 if s.key_points_missed:
                     body.append("<li>missed: " + e("; ".join(s.key_points_missed)) + "</li>")
+                for a in s.adjustments:
+                    body.append(f"<li>{e(a.note)}</li>")
                 body.append("</ul>")
             for run in q.code_runs[-1:]:
                 fails = "".join(f"<li>{e(f)}</li>" for f in run.failing[:5])

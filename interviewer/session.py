@@ -68,6 +68,7 @@ class Scorer(Protocol):
         answers: list[str],
         passed: bool | None = None,
         judged: list[KeyPointVerdict] | None = None,
+        hints: Sequence[int] = (),
     ) -> QuestionScore: ...
 
 
@@ -325,6 +326,18 @@ def store_answer(answers: list[str], level: int, text: str) -> None:
     answers.append(text)
 
 
+def hinted_levels(turns: Sequence[Turn], qid: str) -> list[int]:
+    """The level of each graded hint the interviewer gave on ``qid``, in order (what the scorer charges for).
+
+    Read from the turns, so a session replayed from its events charges the same hints as the live one.
+    """
+    return [
+        int(t.meta.get("hint_level", t.level))
+        for t in turns
+        if t.qid == qid and t.role == "interviewer" and t.meta.get("move") == "hint"
+    ]
+
+
 def plan_bank(bank: Bank, plan: dict[str, Any]) -> Bank:
     """The bank a session was planned from: the shared bank plus the questions stored with it (resume)."""
     extra = [Question.model_validate(q) for q in plan.get("extra_questions", [])]
@@ -507,11 +520,7 @@ class Interview:
 
     def hints_used(self, qid: str) -> int:
         """Graded hints given on a question (each costs points in scoring)."""
-        return sum(
-            1
-            for t in self.state.turns
-            if t.qid == qid and t.role == "interviewer" and t.meta.get("move") == "hint"
-        )
+        return len(hinted_levels(self.state.turns, qid))
 
     # time budgets (a loop's rounds have minutes each; only answering time counts, so pauses are free) ---
     def round_budget(self, round_id: str) -> float | None:
@@ -892,7 +901,12 @@ class Interview:
         runs = self.state.code_runs.get(q.id)
         passed = bool(runs[-1].get("passed")) if runs else None
         try:
-            score = self.ports.scorer.score(q, list(self.state.answers.get(q.id, [])), passed)
+            score = self.ports.scorer.score(
+                q,
+                list(self.state.answers.get(q.id, [])),
+                passed,
+                hints=hinted_levels(self.state.turns, q.id),
+            )
         except Exception as e:  # scoring can be redone from the log; the interview must go on
             self.notice = f"Scoring this answer failed ({type(e).__name__}); it will be scored in the report."
             return
@@ -907,9 +921,10 @@ class Interview:
             return
         runs = self.state.code_runs.get(q.id)
         passed = bool(runs[-1].get("passed")) if runs else None
+        hints = hinted_levels(self.state.turns, q.id)
 
         def done(verdicts: Any) -> None:
-            score = scorer.score(q, answers, passed, judged=verdicts)
+            score = scorer.score(q, answers, passed, judged=verdicts, hints=hints)
             payload = {"verdicts": [v.model_dump(mode="json") for v in verdicts]}
             self._append("judged", {"qid": q.id, **payload, "score": score.model_dump(mode="json")})
             self.state.scores[q.id] = score

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from interviewer.content import Bank, Question
+from interviewer.embeddings import HashingEmbedder
 from interviewer.listen import (
     MAX_QUOTE_WORDS,
     Done,
@@ -17,7 +18,8 @@ from interviewer.listen import (
 )
 from interviewer.llm.client import ChatPort
 from interviewer.llm.fake import ScriptedChatModel
-from interviewer.scoring.models import QuestionScore
+from interviewer.scoring.models import KeyPointVerdict, QuestionScore
+from interviewer.scoring.scorer import HINT_COST, RubricScorer
 from interviewer.session import Interview, Ports, clean_followup
 from interviewer.store import SessionStore
 
@@ -94,7 +96,7 @@ class CountingScorer:
     def __init__(self) -> None:
         self.calls: list[tuple[str, list[str]]] = []
 
-    def score(self, question, answers, code_verdict_passed=None) -> QuestionScore:
+    def score(self, question, answers, code_verdict_passed=None, hints=()) -> QuestionScore:
         self.calls.append((question.id, list(answers)))
         return QuestionScore(question_id=question.id, overall=2.0, why_depth=0)
 
@@ -387,3 +389,103 @@ def test_with_the_scorers_rule_the_scorer_decides_what_is_off_topic():
     asked.clear()
     assert Listener(topic=scorer_rule).read(batching(), 0, SOLID_MAIN).kind != "off_topic"
     assert asked == []
+
+
+# -- hints and push steps in the score ------------------------------------------------------------------
+
+WHY1_ANSWER = "Requests arrive spread out over time and the scheduler waits for stragglers."
+WHY2_ANSWER = "The early request queues until the batch fills and its tail latency grows."
+PUSH_ANSWER = (
+    "Larger batches until the latency budget is hit: that is what I would change first, then replicas."
+)
+
+
+class InstantJudge:
+    """A truth judge that rules at once: the key point is stated."""
+
+    verdicts = (KeyPointVerdict(key_point=KEY_POINT, verdict="stated", confidence=0.9, method="llm-judge"),)
+
+    def __init__(self) -> None:
+        self.keys: list[str] = []
+
+    def submit(self, key, question, answer, key_points, done):
+        self.keys.append(key)
+        done(list(self.verdicts))
+
+    def wait(self, keys=None, *, timeout=None, progress=None) -> bool:
+        return True
+
+
+def hinted_session(tmp_path: Path, scorer, judge=None, last: bool = True) -> Interview:
+    """'I don't know' -> the hint -> a solid answer, then both whys (the last one only submitted if ``last``)."""
+    q = batching(push=[])
+    bank = Bank(root=tmp_path, questions={q.id: q})
+    ports = Ports(
+        bank=bank, store=SessionStore(tmp_path / "s.db"), scorer=scorer, judge=judge, listener=Listener()
+    )
+    it = Interview.start(ports, ["inference-deep-dive"], question_ids=[q.id])
+    it.advance_all()
+    assert "here's a hint" in say(it, "I don't know.")
+    say(it, SOLID_MAIN)
+    assert it.level == 1
+    say(it, WHY1_ANSWER)
+    assert it.level == 2
+    if last:
+        say(it, WHY2_ANSWER)
+        assert it.finished
+    else:
+        it.submit(WHY2_ANSWER)  # stored, then the process dies before the question is scored
+    return it
+
+
+def test_a_hint_costs_points_in_the_live_score(tmp_path):
+    scorer = RubricScorer(HashingEmbedder())
+    it = hinted_session(tmp_path, scorer)
+    answers = it.state.answers["t.batching"]
+    assert answers[0] == "I don't know.\n" + SOLID_MAIN
+    live = it.scores["t.batching"]
+    same_unhinted = scorer.score(it.question or batching(push=[]), answers)
+    assert live.overall == pytest.approx(same_unhinted.overall - HINT_COST, abs=0.01)
+    assert live.overall < same_unhinted.overall
+    assert [(a.kind, a.level) for a in live.adjustments] == [("hint", 0)]
+    assert f"hint given at the main question: -{HINT_COST:.2f}" in live.notes
+
+
+def test_a_hint_still_costs_after_a_restart_and_in_the_truth_judges_rescore(tmp_path):
+    scorer = RubricScorer(HashingEmbedder())
+    it = hinted_session(tmp_path, scorer, last=False)
+    assert "t.batching" not in it.scores
+    judge = InstantJudge()
+    ports = Ports(bank=it.ports.bank, store=it.ports.store, scorer=scorer, judge=judge, listener=Listener())
+    again = Interview.resume(ports, it.session_id)  # scores (and judges) what the crash left unscored
+    kinds = [e.kind for e in it.ports.store.events(it.session_id)]
+    assert "scored" in kinds and "judged" in kinds and judge.keys == [f"{it.session_id}/t.batching"]
+    judged = again.scores["t.batching"]
+    assert "llm-judge" in judged.methods and [(a.kind, a.level) for a in judged.adjustments] == [("hint", 0)]
+    answers = again.state.answers["t.batching"]
+    q = again.ports.bank.get("t.batching")
+    unhinted = scorer.score(q, answers, judged=list(InstantJudge.verdicts))
+    assert judged.overall == pytest.approx(unhinted.overall - HINT_COST, abs=0.01)
+    # A third process replays the stored events: the stored scores carry the cost.
+    third = Interview.resume(ports, it.session_id, read_only=True)
+    assert third.scores["t.batching"] == judged and third.hints_used("t.batching") == 1
+
+
+def test_a_pushed_strong_candidate_is_scored_on_the_push_answer(tmp_path):
+    scorer = RubricScorer(HashingEmbedder())
+    it = interview(tmp_path, scorer=scorer)
+    say(it, SOLID_MAIN)
+    say(it, WHY1_ANSWER)
+    assert it.level == 2
+    say(it, WHY2_ANSWER)
+    assert it.level == 3 and last_asked(it)["move"] == "push"
+    say(it, PUSH_ANSWER)
+    assert it.finished
+    answers = it.state.answers["t.batching"]
+    assert answers[3] == PUSH_ANSWER
+    live = it.scores["t.batching"]
+    without = scorer.score(batching(), answers[:3])
+    assert live.overall > without.overall
+    (push,) = live.adjustments
+    assert push.kind == "push" and push.level == 3 and push.delta > 0
+    assert push.note.startswith("push (constraint): coverage ")

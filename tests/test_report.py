@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from interviewer.content import Bank
+from interviewer.content import Bank, Question
 from interviewer.report import build_report, count_fillers, next_plan, render_html, render_markdown, skill_map
 from interviewer.scoring.models import CriterionScore, QuestionScore
 from interviewer.session import Interview, Ports
@@ -15,7 +15,7 @@ class FixedScorer:
     def __init__(self, overall: float, depth: int) -> None:
         self.overall, self.depth = overall, depth
 
-    def score(self, question, answers, code_verdict_passed=None) -> QuestionScore:
+    def score(self, question, answers, code_verdict_passed=None, hints=()) -> QuestionScore:
         return QuestionScore(
             question_id=question.id,
             overall=self.overall,
@@ -150,3 +150,43 @@ def test_an_asserted_wrong_claim_rules_out_strong_hire_and_is_given_as_a_reason(
     signal, reasons = _signal(3.5, 2.0, 0, 3, contradicted=1)
     assert signal == "hire"
     assert "1 answer(s) asserted a wrong central claim" in reasons
+
+
+def test_the_report_shows_what_a_hint_cost_and_what_a_push_earned(fixture_bank, tmp_path):
+    from interviewer.embeddings import HashingEmbedder
+    from interviewer.listen import Listener
+    from interviewer.scoring.scorer import HINT_COST, RubricScorer
+
+    push = {
+        "kind": "derive",
+        "ask": "With 16 workers instead of 8, what speedup do you expect now?",
+        "key_points": ["1 / (0.1 + 0.9 / 16) is about 6.4x", "the serial part still caps it at 10x"],
+    }
+    hint = "Split the time into the part that shrinks with workers and the part that does not."
+    q = Question.model_validate({**fixture_bank.get("fx.amdahl").model_dump(), "hint": hint, "push": [push]})
+    bank = Bank(root=fixture_bank.root, questions={q.id: q})
+    store = SessionStore(tmp_path / "s.db")
+    # Interviewed without a scorer: the report scores the stored answers, hints and push included.
+    it = Interview.start(Ports(bank=bank, store=store, listener=Listener(), owner="me"), ["phone-screen"])
+    said = iter(
+        [
+            "I don't know.",
+            "It is 1 / (0.1 + 0.9 / 8), about 4.7x, and the serial part caps it at 10x however many workers.",
+            "It assumes perfect scaling of the parallel fraction and no contention for memory bandwidth.",
+            "Bandwidth saturates so adding workers stops helping; the effective parallel fraction shrinks.",
+            "1 / (0.1 + 0.9 / 16) is about 6.4x, and the serial part still caps it at 10x.",
+        ]
+    )
+    it.advance_all()
+    while not it.finished:
+        it.submit(next(said))
+        it.advance_all()
+    assert it.hints_used(q.id) == 1
+    rep = build_report(store, bank, it.session_id, owner="me", scorer=RubricScorer(HashingEmbedder()))
+    score = rep.rounds[0].questions[0].score
+    assert score is not None and [a.kind for a in score.adjustments] == ["push", "hint"]
+    md, page = render_markdown(rep), render_html(rep)
+    hint_note = f"hint given at the main question: -{HINT_COST:.2f}"
+    assert f"- {hint_note}" in md and hint_note in page
+    assert "- push (derive): coverage " in md and "push (derive): coverage " in page
+    assert "needed 1 hint(s)" in md  # the study plan says the question needed help

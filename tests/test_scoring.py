@@ -13,7 +13,14 @@ from interviewer.embeddings import HashingEmbedder, MiniLMEmbedder
 from interviewer.errors import InputError
 from interviewer.scoring.calibrate import group_folds, quadratic_kappa, run_calibration
 from interviewer.scoring.coverage import load_calibration
-from interviewer.scoring.scorer import RubricScorer, grade_file
+from interviewer.scoring.scorer import (
+    CONTRADICTED_ANSWER_MAX,
+    HINT_COST,
+    HINT_COST_MAX,
+    PUSH_BONUS_MAX,
+    RubricScorer,
+    grade_file,
+)
 from tests.conftest import REPO
 from tests.scoring_samples import ANSWERS, DECODE_ID, LAYOUT_ID, WHY
 
@@ -109,6 +116,75 @@ def test_code_verdict_is_half_the_score(bank, hashing_scorer: RubricScorer) -> N
 def test_empty_answer_scores_zero(bank, hashing_scorer: RubricScorer) -> None:
     s = hashing_scorer.score(bank.get(DECODE_ID), [""])
     assert s.overall == 0.0 and not s.key_points_covered and s.why_depth == 0
+
+
+# The answer to the decode question's first push step (derive the batch-32 ceiling), good and poor.
+GOOD_PUSH = (
+    "Each step still reads all the weights once, about 7 ms, but now yields 32 tokens, so the ceiling is "
+    "about 4,500 tokens/s until compute or the KV-cache reads take over."
+)
+POOR_PUSH = "I am not sure; probably about the same as before, maybe a bit more."
+
+
+def test_a_hint_costs_points_but_a_hinted_strong_answer_still_beats_a_weak_one(bank, hashing_scorer) -> None:
+    q = bank.get(DECODE_ID)
+    strong, partial = ANSWERS[DECODE_ID]["strong"], ANSWERS[DECODE_ID]["partial"]
+    w1, w2 = WHY[DECODE_ID]
+    plain = hashing_scorer.score(q, [strong, w1, w2])
+    at_main = hashing_scorer.score(q, [strong, w1, w2], hints=[0])
+    assert at_main.overall == pytest.approx(plain.overall - HINT_COST, abs=0.01)
+    assert at_main.why_depth == plain.why_depth == 2  # a hint on the main question leaves the whys alone
+    assert f"hint given at the main question: -{HINT_COST:.2f}" in at_main.notes
+    assert [(a.kind, a.level, a.delta) for a in at_main.adjustments] == [("hint", 0, -HINT_COST)]
+    # At a why level: the same cost, and that level earns no depth credit.
+    at_why1 = hashing_scorer.score(q, [strong, w1, w2], hints=[1])
+    assert at_why1.overall == pytest.approx(plain.overall - HINT_COST, abs=0.01) and at_why1.why_depth == 1
+    assert f"hint given at why 1: -{HINT_COST:.2f}" in at_why1.notes
+    assert any("why level 1" in n and "after a hint" in n for n in at_why1.notes)
+    # Three hints cost at most HINT_COST_MAX, and the hinted strong answer still beats the unhinted partial.
+    every = hashing_scorer.score(q, [strong, w1, w2], hints=[0, 1, 2])
+    assert every.overall == pytest.approx(plain.overall - HINT_COST_MAX, abs=0.01) and every.why_depth == 0
+    assert sum(a.delta for a in every.adjustments) == pytest.approx(-HINT_COST_MAX)
+    assert every.overall > hashing_scorer.score(q, [partial, w1, w2]).overall
+    # Never below 0.
+    assert hashing_scorer.score(q, ["I don't know.", "", ""], hints=[0, 1]).overall == 0.0
+
+
+def test_a_good_push_answer_lifts_the_score_and_a_poor_one_never_lowers_it(bank, hashing_scorer) -> None:
+    q = bank.get(DECODE_ID)
+    assert q.push, "the decode question has authored push steps"
+    w1, w2 = WHY[DECODE_ID]
+    for main in (ANSWERS[DECODE_ID]["partial"], ANSWERS[DECODE_ID]["strong"]):
+        base = hashing_scorer.score(q, [main, w1, w2])
+        good = hashing_scorer.score(q, [main, w1, w2, GOOD_PUSH])
+        poor = hashing_scorer.score(q, [main, w1, w2, POOR_PUSH])
+        assert base.overall < good.overall <= min(4.0, base.overall + PUSH_BONUS_MAX)
+        assert poor.overall == base.overall
+        assert not base.adjustments  # no push answer, no push note
+        (push,) = good.adjustments
+        assert push.kind == "push" and push.delta > 0 and push.note.startswith(f"push ({q.push[0].kind})")
+        assert push.note in good.notes and "points: +" in push.note
+        assert poor.adjustments[0].delta == 0 and "not enough for a bonus" in poor.adjustments[0].note
+        assert good.why_depth == base.why_depth  # the push is not a why level
+    # A strong answer can be lifted to full marks by the push, never past them.
+    strong_good = hashing_scorer.score(q, [ANSWERS[DECODE_ID]["strong"], w1, w2, GOOD_PUSH])
+    assert strong_good.overall <= 4.0 and not any("relevance" in n for n in strong_good.notes)
+
+
+def test_a_push_never_lifts_a_capped_answer(bank, hashing_scorer) -> None:
+    q = bank.get(DECODE_ID)
+    w1, w2 = WHY[DECODE_ID]
+    wrong = ANSWERS[DECODE_ID]["wrong_topical"]  # asserts the rubric's classic wrong claims
+    base = hashing_scorer.score(q, [wrong, w1, w2])
+    pushed = hashing_scorer.score(q, [wrong, w1, w2, GOOD_PUSH])
+    assert base.overall <= CONTRADICTED_ANSWER_MAX and pushed.overall == base.overall
+    assert "no bonus on a capped answer" in pushed.adjustments[0].note
+    jira = "We tracked everything in Jira tickets and held daily standups during two-week sprints."
+    off = hashing_scorer.score(q, [jira, w1, w2, GOOD_PUSH])
+    assert any(n.startswith("off-topic") for n in off.notes)
+    assert off.overall == hashing_scorer.score(q, [jira, w1, w2]).overall
+    empty = hashing_scorer.score(q, ["", w1, w2, GOOD_PUSH])
+    assert empty.overall == 0.0 and empty.adjustments[0].delta == 0
 
 
 def test_grade_one_with_reference_and_with_rubric(hashing_scorer: RubricScorer) -> None:

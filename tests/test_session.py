@@ -35,7 +35,7 @@ class CountingScorer:
     def __init__(self) -> None:
         self.calls: list[tuple[str, list[str]]] = []
 
-    def score(self, question, answers, code_verdict_passed=None) -> QuestionScore:
+    def score(self, question, answers, code_verdict_passed=None, hints=()) -> QuestionScore:
         self.calls.append((question.id, list(answers)))
         return QuestionScore(question_id=question.id, overall=2.0, why_depth=min(2, len(answers) - 1))
 

@@ -157,7 +157,7 @@ class VerdictScorer:
     def __init__(self) -> None:
         self.judged_calls = 0
 
-    def score(self, question, answers, code_verdict_passed=None, judged=None) -> QuestionScore:
+    def score(self, question, answers, code_verdict_passed=None, judged=None, hints=()) -> QuestionScore:
         if judged is None:
             return QuestionScore(question_id=question.id, overall=2.0)
         self.judged_calls += 1

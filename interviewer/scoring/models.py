@@ -54,6 +54,15 @@ class CheckResult(_Frozen):
     found: str | None = None
 
 
+class Adjustment(_Frozen):
+    """A change to the overall made after the rubric levels: a graded hint's cost or a push step's bonus."""
+
+    kind: Literal["hint", "push"]
+    level: int = Field(ge=0, le=3)  # where: 0 the main question, 1-2 a why level, 3 the push step
+    delta: float  # what it did to the overall (a hint <= 0, a push >= 0; 0 when it changed nothing)
+    note: str  # the sentence the report shows ("hint given at why 1: -0.50")
+
+
 class QuestionScore(_Frozen):
     """The score of one question: criteria, checks, why-chain depth and an overall 0-4."""
 
@@ -67,3 +76,4 @@ class QuestionScore(_Frozen):
     methods: list[Method] = Field(default_factory=list)
     verdicts: list[KeyPointVerdict] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
+    adjustments: list[Adjustment] = Field(default_factory=list)  # hints and push, also in ``notes``

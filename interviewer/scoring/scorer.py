@@ -13,7 +13,22 @@ How the methods combine (every score's ``notes`` spell out the numbers):
 - truth caps (:mod:`interviewer.scoring.claims`): an answer that asserts one of the rubric's classic wrong
   claims has the criterion it touches capped at level 1 (every criterion when the claim names none) and the
   question at 1.5, and its asserting sentence is never quoted as evidence; an answer that is not about the
-  question (low similarity to both the question and the rubric) is capped at 0.5, an empty one scores 0.
+  question (low similarity to both the question and the rubric) is capped at 0.5, an empty one scores 0;
+- the why levels (``answers[1]``, ``answers[2]``) count in ``why_depth``: a level is answered well from a
+  coverage of its authored key points of ``WELL_ANSWERED`` or half its points covered.
+
+What the interviewer did on the question (#12) comes last, as :class:`~interviewer.scoring.models.Adjustment`
+entries, also written to the notes (the rule lives here only: :func:`push_bonus` and :func:`hint_costs`):
+
+- a push step (``answers[3]``, the candidate's answer to the first authored ``Question.push`` step, the one the
+  interviewer asks) is scored like a why level, against the push step's key points. Answered well, it adds
+  ``PUSH_BONUS_MAX * coverage / 4`` (at most 0.5) to the overall, before the relevance cap; it never lifts an
+  answer capped for a classic wrong claim, an off-topic or an empty answer, and a poor push answer adds
+  nothing (it lowers the score only by asserting a classic wrong claim, which caps it like any answer does);
+- every graded hint (``hints``: the level each was given at, 0 the main question, 1-2 a why level) costs
+  ``HINT_COST`` (0.5) off the overall, at most ``HINT_COST_MAX`` (1.0) per question, after every cap and never
+  below 0, so a hinted strong answer (3.8 - 0.5) still beats a weak unhinted one; a why level answered only
+  after a hint earns no why-depth credit (depth counts the levels answered well unaided).
 
 The candidate's text first goes through :func:`interviewer.scoring.guard.screen`, which drops passages
 addressed to the grader; the score notes how many.
@@ -48,6 +63,7 @@ from interviewer.scoring.coverage import (
 from interviewer.scoring.guard import screen
 from interviewer.scoring.judge import QuoteResult, extract_quotes, run_judge
 from interviewer.scoring.models import (
+    Adjustment,
     CheckResult,
     CriterionScore,
     KeyPointVerdict,
@@ -62,6 +78,9 @@ MAX_EVIDENCE = 4
 CONTRADICTED_CRITERION_MAX = 1  # a criterion touched by an asserted classic wrong claim
 CONTRADICTED_ANSWER_MAX = 1.5  # the whole question when its answer asserts one
 OFF_TOPIC_MAX = 0.5
+HINT_COST = 0.5  # off the overall per graded hint (see the module docstring)
+HINT_COST_MAX = 1.0  # all hints on one question together
+PUSH_BONUS_MAX = 0.5  # a push step answered with full coverage
 # Relevance = the highest of the answer's similarity to the rubric, to the question and of its best sentence
 # to the rubric (MiniLM cosine). On Mohler (400 answers against their own question vs. another question's):
 # 1% of real answers fall below 0.18 and 5% below 0.31, while half of the other-question pairs sit below 0.19
@@ -148,17 +167,21 @@ class RubricScorer:
         answers: list[str],
         passed: bool | None = None,
         judged: list[KeyPointVerdict] | None = None,
+        hints: Sequence[int] = (),
     ) -> QuestionScore:
         """Score ``answers`` against ``question``'s rubric, offline, merging a truth judge's verdicts if given.
 
         Args:
-            question: the bank question (key points, criteria, checks, contradictions).
-            answers: [0] the main answer, [1] why level 1, [2] why level 2 (missing levels are fine).
+            question: the bank question (key points, criteria, checks, contradictions, push steps).
+            answers: [0] the main answer, [1] why level 1, [2] why level 2, [3] the answer to the push step
+                (missing levels are fine).
             passed: the sandbox's verdict for a coding answer (None: not a coding answer).
             judged: per-key-point verdicts of a truth judge for the main answer (any subset of the key
                 points); merged with the offline verdicts by :func:`merge_verdicts` at ``judge_weight``. A key
                 point the merge calls contradicted caps its criterion at level 1 and the question at 1.5, like
                 a rubric contradiction.
+            hints: the level (0 main, 1-2 why) of each graded hint the interviewer gave on this question; each
+                costs points (module docstring).
 
         Returns:
             The question's score; ``verdicts`` holds one merged verdict per key point, in rubric order.
@@ -175,6 +198,10 @@ class RubricScorer:
             why_steps=[(s.fallback + " " + s.target, list(s.key_points)) for s in question.why_chain],
             code_verdict_passed=passed,
             judged=judged,
+            push_step=(question.push[0].kind, question.push[0].ask, list(question.push[0].key_points))
+            if question.push
+            else None,
+            hints=list(hints),
         )
 
     def warm(self) -> None:
@@ -244,6 +271,8 @@ class RubricScorer:
         reference: str | None = None,
         contradictions: list[Contradiction] | None = None,
         judged: list[KeyPointVerdict] | None = None,
+        push_step: tuple[str, str, list[str]] | None = None,
+        hints: Sequence[int] = (),
     ) -> QuestionScore:
         judge_verdicts = judged
         notes: list[str] = []
@@ -412,11 +441,21 @@ class RubricScorer:
             step = score_coverage(
                 self.encoder, screened[level].text, step_points, step_question, self.calibration
             )
-            good = step.level >= WELL_ANSWERED or len(step.covered) * 2 >= len(step_points)
+            good = _answered_well(step, step_points)
+            unaided = level not in hints
             notes.append(
                 f"why level {level}: coverage {step.level:.2f}/4, {len(step.covered)}/{len(step_points)}"
+                + ("" if unaided else " (answered after a hint: no depth credit)")
             )
-            depth += int(good)
+            depth += int(good and unaided)
+        adjustments: list[Adjustment] = []
+        if push_step is not None and len(screened) > 3 and screened[3].text.strip():
+            kind, ask, push_points = push_step
+            pushed = score_coverage(self.encoder, screened[3].text, push_points, ask, self.calibration)
+            adjustments.append(
+                push_bonus(kind, pushed, push_points, bool(hits) or off_topic or not main.strip())
+            )
+            overall += adjustments[-1].delta  # before the caps below: no lift past a relevance cap either
 
         if hits:
             overall = min(overall, CONTRADICTED_ANSWER_MAX)
@@ -430,7 +469,7 @@ class RubricScorer:
             if gap is not None:
                 span = min(span, (GAP_OFF_TOPIC - gap) / (GAP_OFF_TOPIC - GAP_FROM))
             cap = OFF_TOPIC_MAX + (4.0 - OFF_TOPIC_MAX) * min(1.0, max(0.0, span))
-            if overall > cap:
+            if min(overall, 4.0) > cap:  # a push bonus past 4 is not a relevance cap
                 notes.append(
                     f"relevance {relevance:.2f}, gap to the closest other question "
                     f"{'n/a' if gap is None else f'{gap:.2f}'}: capped at {cap:.2f} "
@@ -439,6 +478,10 @@ class RubricScorer:
                 overall = cap
             if code_verdict_passed and off_topic:
                 overall = max(overall, 2.0)  # passing tests stay the score of record for correctness
+        overall = min(4.0, max(0.0, overall))
+        adjustments += hint_costs(hints, overall)
+        overall += sum(a.delta for a in adjustments if a.kind == "hint")
+        notes.extend(a.note for a in adjustments)
         verdicts = self._verdicts(cov, hits, covered, key_points, criteria, off_topic)
         if merged is not None and not off_topic:
             verdicts = merged
@@ -446,6 +489,7 @@ class RubricScorer:
         return QuestionScore(
             question_id=question_id,
             overall=round(min(4.0, max(0.0, overall)), 2),
+            adjustments=adjustments,
             verdicts=verdicts,
             criteria=crit_scores,
             checks=checks,
@@ -756,6 +800,53 @@ class RubricScorer:
 
 
 _VERDICTS: tuple[Verdict, ...] = ("stated", "contradicted", "absent")
+
+
+def _answered_well(step: CoverageResult, points: Sequence[str]) -> bool:
+    """A why level or a push step is answered well from WELL_ANSWERED coverage or half its points covered."""
+    return step.level >= WELL_ANSWERED or len(step.covered) * 2 >= len(points)
+
+
+def push_bonus(kind: str, step: CoverageResult, points: Sequence[str], capped: bool) -> Adjustment:
+    """What the answer to a push step adds to the overall (module docstring): ``PUSH_BONUS_MAX * coverage / 4``
+    when answered well and the question is not capped for a wrong claim, off-topic or empty; else nothing."""
+    seen = f"push ({kind}): coverage {step.level:.2f}/4, {len(step.covered)}/{len(points)} points"
+    if capped:
+        return Adjustment(kind="push", level=3, delta=0.0, note=f"{seen}: no bonus on a capped answer")
+    if not _answered_well(step, points):
+        return Adjustment(kind="push", level=3, delta=0.0, note=f"{seen}: not enough for a bonus")
+    bonus = round(PUSH_BONUS_MAX * min(4.0, max(0.0, step.level)) / 4.0, 2)
+    return Adjustment(kind="push", level=3, delta=bonus, note=f"{seen}: +{bonus:.2f}")
+
+
+def _where(level: int) -> str:
+    return "the main question" if level == 0 else f"why {level}" if level <= 2 else "the push step"
+
+
+def hint_costs(hints: Sequence[int], overall: float) -> list[Adjustment]:
+    """One adjustment per graded hint, in the order given: ``HINT_COST`` each, ``HINT_COST_MAX`` in all, and
+    never more than the ``overall`` (after every cap) they are taken from."""
+    budget, floor = HINT_COST_MAX, max(0.0, overall)
+    out: list[Adjustment] = []
+    for level in hints:
+        cost = round(min(HINT_COST, budget, floor), 2)
+        why = ""
+        if cost < HINT_COST:
+            why = (
+                f" (hints cost at most {HINT_COST_MAX:.2f} per question)"
+                if budget < min(HINT_COST, floor)
+                else " (the score cannot go below 0)"
+            )
+        budget, floor = budget - cost, floor - cost
+        out.append(
+            Adjustment(
+                kind="hint",
+                level=min(3, max(0, int(level))),
+                delta=-cost,
+                note=f"hint given at {_where(int(level))}: -{cost:.2f}{why}",
+            )
+        )
+    return out
 
 
 def _relevance(cov: CoverageResult) -> float:
