@@ -39,8 +39,9 @@ KINDS = ("strong", "partial", "wrong", "off_topic")
 RANK = {k: i for i, k in enumerate(KINDS)}  # lower is better
 
 
-def load_answers(max_questions: int | None) -> list[dict[str, Any]]:
-    """(question id, kind, text) from the trap set, else the scoring samples."""
+def load_answers(max_questions: int | None, stride: int = 1) -> list[dict[str, Any]]:
+    """(question id, kind, text) from the trap set, else the scoring samples; every ``stride``-th question
+    in id order (a stride mixes the rounds, which the ids group)."""
     rows: list[dict[str, Any]] = []
     files = sorted((REPO / "tests" / "data" / "traps").glob("*/*.yaml"))
     for f in files:
@@ -62,7 +63,7 @@ def load_answers(max_questions: int | None) -> list[dict[str, Any]]:
         ids = sorted(ANSWERS)
         for qid, other in zip(ids, ids[1:] + ids[:1], strict=True):  # another question's strong answer
             rows.append({"qid": qid, "kind": "off_topic", "text": ANSWERS[other]["strong"]})
-    qids = sorted({r["qid"] for r in rows})[: max_questions or None]
+    qids = sorted({r["qid"] for r in rows})[::stride][: max_questions or None]
     return [r for r in rows if r["qid"] in qids]
 
 
@@ -264,6 +265,7 @@ def main() -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--questions", type=int, default=8, help="how many questions (sorted ids)")
+    parser.add_argument("--stride", type=int, default=1, help="every STRIDE-th question id (mixes the rounds)")
     parser.add_argument(
         "--nocache", type=int, default=2, help="answers judged again without the prompt cache"
     )
@@ -274,7 +276,7 @@ def main() -> int:
         data = json.loads(args.from_json.read_text())
     else:
         t0 = time.perf_counter()
-        data = run(load_answers(args.questions), args.nocache)
+        data = run(load_answers(args.questions, args.stride), args.nocache)
         data["wall_seconds"] = time.perf_counter() - t0
         if args.json:
             args.json.write_text(json.dumps(data, indent=1))

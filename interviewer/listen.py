@@ -203,10 +203,28 @@ class _ClaimHit:
     challenge: str
 
 
+def _right_statements(question: Question) -> list[set[str]]:
+    """The stems of what the rubric holds true, clause by clause: its key points, the why-levels' and push steps'
+    key points, and the model answer."""
+    right = [
+        *question.key_points,
+        *(kp for step in question.why_chain for kp in step.key_points),
+        *(kp for step in question.push for kp in step.key_points),
+        question.model_answer or "",
+    ]
+    return [s for s in (stems(c.text) for t in right for c in clauses(t)) if len(s) >= 3]
+
+
 def _loose_claims(answer: str, question: Question, found: set[str]) -> list[_ClaimHit]:
-    """Claims asserted in other words: most of the claim's content words in one plain, unnegated sentence."""
+    """Claims asserted in other words: most of the claim's content words in one plain, unnegated sentence.
+
+    A clause that reads at least as much like one of the rubric's right statements as like the claim is not
+    taken for the claim: "a block can hold at most 1024 threads" shares most words with the wrong claim "a block
+    can hold more than 1024 threads", and all of them with the key point it states.
+    """
     out: list[_ClaimHit] = []
     asked = stems(question.question)
+    right = _right_statements(question)
     for c in question.contradictions:
         if c.name in found:
             continue
@@ -222,7 +240,10 @@ def _loose_claims(answer: str, question: Question, found: set[str]) -> list[_Cla
                 continue
             said = stems(clause.text)
             need = 1.0 if len(own) <= 3 else 0.75
-            if len(claim & said) / len(claim) >= 0.75 and len(own & said) / len(own) >= need:
+            like_claim = len(claim & said) / len(claim)
+            if like_claim >= 0.75 and len(own & said) / len(own) >= need:
+                if any(len(r & said) / len(r) >= like_claim for r in right):
+                    continue  # as close to something the rubric holds true
                 out.append(_ClaimHit(c.name, c.claim, c.criterion, clause.sentence, c.challenge))
                 break
     return out

@@ -212,3 +212,19 @@ def test_the_standin_follow_up_is_accepted_on_every_question(bank, answer):
             if problem:
                 rejected.append(f"{q.id} why {level}: {problem}")
     assert rejected == []
+
+
+def test_the_listener_never_challenges_what_the_rubric_holds_true(bank):
+    """The looser claim reader (a claim in other words) must not take a right statement for a wrong claim that
+    shares most of its words ("at most 1024 threads" vs "more than 1024 threads"): it would challenge a strong
+    candidate for being right."""
+    from interviewer.listen import _loose_claims
+
+    bad = []
+    for q in bank.questions.values():
+        strong = " ".join([q.model_answer, *(k.rstrip(".") + "." for k in q.why(1).key_points)])
+        right = [strong, *q.key_points, *(kp for s in q.why_chain for kp in s.key_points)]
+        for text in right + [kp for p in q.push for kp in p.key_points]:
+            for hit in _loose_claims(text, q, set()):
+                bad.append(f"{q.id}: '{hit.claim}' read in {hit.sentence[:80]!r}")
+    assert not bad, "\n".join(bad)
