@@ -265,7 +265,9 @@ def main() -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--questions", type=int, default=8, help="how many questions (sorted ids)")
-    parser.add_argument("--stride", type=int, default=1, help="every STRIDE-th question id (mixes the rounds)")
+    parser.add_argument(
+        "--stride", type=int, default=1, help="every STRIDE-th question id (mixes the rounds)"
+    )
     parser.add_argument(
         "--nocache", type=int, default=2, help="answers judged again without the prompt cache"
     )
