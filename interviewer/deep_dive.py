@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from interviewer.content.models import Criterion, FactCheck, Question, Round, WhyStep
 from interviewer.errors import ContentError, InputError, InterviewerError
+from interviewer.llm.client import BACKGROUND_KEY
 from interviewer.resume import _HARDWARE, _RESEARCH, Project, Resume, numbers_in
 from interviewer.session import ChatModel
 
@@ -240,7 +241,7 @@ def rephrase(question: Question, project: Project, model: ChatModel | None) -> Q
         HumanMessage(content=f"<question>\n{question.question}\n</question>"),
     ]
     try:
-        text = "".join(model.stream(messages))
+        text = "".join(model.stream(messages, key=BACKGROUND_KEY))  # no candidate's slot
     except InterviewerError:
         return question
     except Exception:  # a broken adapter must not stop the interview; the template is a full question

@@ -402,3 +402,34 @@ def test_rounds_get_a_background_judge_by_default_and_none_when_switched_off(tmp
             assert rt.scorer().judge_weight == rt.settings.judge_weight  # type: ignore[union-attr]
         assert rt.ports("me", with_model=False).judge is None
         rt.close()
+
+
+def test_the_judge_keeps_a_server_slot_of_its_own_beside_the_candidates(tmp_path):
+    """On a server with slots the judge's requests never land on a candidate's slot (its cached prompt)."""
+    from interviewer.config import load_settings
+    from interviewer.llm.client import BACKGROUND_KEY, build_port
+    from interviewer.llm.standin import Behaviour, StandinServer
+
+    with StandinServer(keep_prompts=100) as server:
+        server.behaviour = Behaviour(reply=lambda messages: _reply("stated"))
+        settings = load_settings(data_dir=tmp_path, base_url=server.base_url, timeout=10.0)
+        port = build_port(settings, base_url=server.base_url, model="standin")
+        port.slots = 3
+        candidates = [port.slot("session-a"), port.slot("session-b")]
+        judge = BackgroundJudge(port)
+        try:
+            judged: list[list[KeyPointVerdict]] = []
+            judge.submit(
+                "session-a/q1",
+                "Why?",
+                "Because of the memory bandwidth.",
+                ["kp one", "kp two"],
+                judged.append,
+            )
+            assert judge.wait(timeout=30)
+        finally:
+            judge.close()
+        assert len(judged) == 1 and len(judged[0]) == 2
+        assert server.stats.slots, "the judge sent nothing"
+        assert set(server.stats.slots) == {port.slot(BACKGROUND_KEY)}
+        assert not set(server.stats.slots) & set(candidates)

@@ -56,6 +56,12 @@ def _translate(err: Exception, base_url: str) -> ModelError:
     return ModelError(f"the model at {base_url} failed: {type(err).__name__}: {err}")
 
 
+# The session key of requests no candidate waits on (the truth judge, the deep dive's rephrasing): on a server
+# with slots they share one slot of their own, one more "session" in the slot LRU, so they never overwrite a
+# candidate's cached prompt.
+BACKGROUND_KEY = "background"
+
+
 @dataclass
 class ChatPort:
     """A chat model with a display name; ``stream`` yields text and raises only :class:`ModelError`."""

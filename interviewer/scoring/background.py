@@ -17,6 +17,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
 from typing import Any
 
+from interviewer.llm.client import BACKGROUND_KEY
 from interviewer.scoring.judge import TruthJudgement, judge_truth
 from interviewer.scoring.models import KeyPointVerdict
 
@@ -46,7 +47,11 @@ class BackgroundJudge:
                 raise ValueError("give a chat model or a judge function")
 
             def judge(question: str, answer: str, key_points: Sequence[str]) -> TruthJudgement:
-                return judge_truth(model, question, answer, key_points)
+                pick = getattr(model, "slot", None)  # a ChatPort: ask for the judge's own slot
+                slot = pick(BACKGROUND_KEY) if callable(pick) else None
+                if slot is None:
+                    return judge_truth(model, question, answer, key_points)
+                return judge_truth(model, question, answer, key_points, extra_body={"id_slot": slot})
 
         self._judge = judge
         self._workers = max(1, workers)
