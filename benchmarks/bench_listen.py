@@ -18,6 +18,7 @@ the candidate's words (``strict``). Reading an answer is timed (it runs before t
 
 Run:
     .venv/bin/python benchmarks/bench_listen.py --model fake                 # a scripted, leaky fake model
+    (the scorer's off-topic rule, as the app uses; --lexical for the reader's own word-overlap rule)
     .venv/bin/python benchmarks/bench_listen.py --model embedded --per-round 1
     .venv/bin/python benchmarks/bench_listen.py --model http://127.0.0.1:8000/v1 [--model-name NAME]
 """
@@ -223,6 +224,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data-dir", default=None, help="where the embedded model is assembled")
     ap.add_argument("--turns", type=int, default=MAX_TURNS, help="answers per persona (2: its first two)")
     ap.add_argument("--verbose", action="store_true")
+    ap.add_argument(
+        "--lexical",
+        action="store_true",
+        help="the reader's own word-overlap off-topic rule, not the scorer's (the app uses the scorer's)",
+    )
     args = ap.parse_args(argv)
 
     print(f"$ {shlex.join([sys.executable, *sys.argv])}")
@@ -254,7 +260,17 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with tempfile.TemporaryDirectory() as d:
             store = SessionStore(Path(d) / "s.db")
-            listener = listen.Listener(neighbours=list(bank.questions.values()))
+            topic = None
+            if (
+                not args.lexical
+            ):  # as the app does (Runtime.listener): redirect what the report calls off-topic
+                from interviewer.embeddings import MiniLMEmbedder
+                from interviewer.scoring.scorer import RubricScorer
+
+                scorer = RubricScorer(MiniLMEmbedder(), neighbours=list(bank.questions.values()))
+                scorer.warm()
+                topic = scorer.off_topic
+            listener = listen.Listener(neighbours=list(bank.questions.values()), topic=topic)
             ports = Ports(bank=bank, store=store, model=port, listener=listener)
             for q in questions:
                 for name, answers in personas(q).items():

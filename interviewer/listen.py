@@ -331,6 +331,20 @@ class Listener:
             # "It depends.", "Yes.": nothing to probe yet. A terse but topical "bandwidth saturates" is probed.
             return Reading("too_short", covers, quote=_quote(text), reason=f"{len(words)} word(s)")
         relevance = self.relevance(q, text, asked)
+        # A rubric wrong claim first: an answer asserting one is about this question, and gets challenged.
+        hits: list[Any] = list(contradictions_asserted(text, q))
+        hits += _loose_claims(text, q, {h.name for h in hits})
+        if hits:
+            hit = hits[0]
+            phrase = next((p for c in q.contradictions if c.name == hit.name for p in c.any_of), None)
+            return Reading(
+                "contradicts",
+                covers,
+                hit=hit,
+                quote=_quote(hit.sentence, phrase, hit.claim),
+                relevance=relevance,
+                reason=f"asserts '{hit.claim}'",
+            )
         if len(stems(text) - self._generic_words()) >= 4 and not touches:
             if self.topic is not None:
                 why = self.topic(q, text)
@@ -346,19 +360,6 @@ class Listener:
                     relevance=relevance,
                     reason=why,
                 )
-        hits: list[Any] = list(contradictions_asserted(text, q))
-        hits += _loose_claims(text, q, {h.name for h in hits})
-        if hits:
-            hit = hits[0]
-            phrase = next((p for c in q.contradictions if c.name == hit.name for p in c.any_of), None)
-            return Reading(
-                "contradicts",
-                covers,
-                hit=hit,
-                quote=_quote(hit.sentence, phrase, hit.claim),
-                relevance=relevance,
-                reason=f"asserts '{hit.claim}'",
-            )
         nxt = level + 1
         main = sum(f >= COVERED_KP for f in main_cover) / len(main_cover)
         if nxt in covers and covers[nxt] >= WELL:

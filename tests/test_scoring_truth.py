@@ -206,3 +206,22 @@ def test_story_rounds_are_not_judged_by_closeness_to_another_story(bank) -> None
     for q in stories[:3]:  # returns before any embedding: no model is loaded for this
         assert sc._relevance_gap(q.id, q.question, list(q.key_points), q.model_answer) is None
     assert technical.id not in sc._stories and stories[0].id in sc._stories
+
+
+@pytest.mark.parametrize(
+    "qid", ["cpp.api-vs-abi", "inference.kv-cache.prefix-caching", "design.recsys-ranking-serving"]
+)
+def test_a_classic_wrong_claim_alone_is_challenged_and_capped_not_called_off_topic(bank, scorer, qid) -> None:
+    """A short answer stating only one of the rubric's wrong claims meets nothing of the rubric, but it is about
+    the question: the report caps it as a wrong claim and the interviewer challenges it (no redirect)."""
+    from interviewer.listen import Listener
+
+    q = bank.get(qid)
+    answer = f"I'm confident about this one: {q.contradictions[0].any_of[0]}."
+    assert scorer.off_topic(q, answer) is None
+    s = scorer.score(q, [answer])
+    assert s.overall <= 1.5
+    assert not any(n.startswith("off-topic") for n in s.notes), s.notes
+    assert any("classic wrong claim" in n for n in s.notes), s.notes
+    listener = Listener(neighbours=list(bank.questions.values()), topic=scorer.off_topic)
+    assert listener.read(q, 0, answer).kind == "contradicts"

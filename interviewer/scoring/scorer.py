@@ -216,7 +216,8 @@ class RubricScorer:
         """Why ``answer`` is not about ``question`` (None when it is), by the same rules as :meth:`score`.
 
         Offline (MiniLM, the bank's other questions, the rubric's checks): the interviewer asks it before a
-        follow-up, so it redirects exactly the answers the report will call off-topic.
+        follow-up, so it redirects exactly the answers the report will call off-topic. An answer asserting one
+        of the question's classic wrong claims is never off-topic: it is about the question, and wrong.
         """
         main = screen(answer or "").text
         if not main.strip():
@@ -230,6 +231,10 @@ class RubricScorer:
             self.calibration,
             question.model_answer,
         )
+        if find_contradictions(main, list(question.contradictions)):
+            return (
+                None  # it asserts one of this question's classic wrong claims: challenge it, don't redirect
+            )
         checks = run_checks(
             main, list(question.numeric_checks), list(question.fact_checks), question.question
         )
@@ -309,6 +314,9 @@ class RubricScorer:
         notes.append(f"coverage (calibrated on human grades): {c:.2f}/4")
 
         hits = find_contradictions("\n".join(sc.text for sc in screened), contradictions or [])
+        claims_wrong = bool(
+            hits
+        )  # a rubric's classic wrong claim: about this question, whatever else it says
         merged: list[KeyPointVerdict] | None = None
         if judge_verdicts and main.strip() and key_points:
             pre = self._covered(cov, None, {h.sentence for h in hits})
@@ -384,7 +392,7 @@ class RubricScorer:
             self._off_topic_reason(
                 relevance, gap, met=covered_any or any(ch.passed for ch in checks), covered=covered_any
             )
-            if main.strip()
+            if main.strip() and not claims_wrong
             else None
         )
         off_topic = reason is not None
