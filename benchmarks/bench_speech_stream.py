@@ -292,23 +292,24 @@ def compare_whisper(stt: WhisperSTT, vad: SileroVAD, tts: PiperTTS, work: Path) 
     print(f"\n## Whisper options on {n} streamed phrases (mean {mean_s:.1f} s), greedy, tiny.en\n")
     print("| option | decode median (ms) | p90 (ms) | " + " | ".join(f"WER {v}" for v in voices) + " |")
     print("|---|---|---|" + "---|" * len(voices))
-    for label, run in variants.items():
-        times: list[float] = []
-        wers: dict[str, list[float]] = {v: [] for v in voices}
-        for name, question, reference, phrases in sets:
-            said: list[str] = []
-            for samples in phrases:
-                context = " ".join(x for x in (question, " ".join(said)) if x)
+    # Interleaved, phrase by phrase, so a change in the machine's load falls on every option alike.
+    times: dict[str, list[float]] = {label: [] for label in variants}
+    wers: dict[str, dict[str, list[float]]] = {label: {v: [] for v in voices} for label in variants}
+    for name, question, reference, phrases in sets:
+        said: dict[str, list[str]] = {label: [] for label in variants}
+        for samples in phrases:
+            for label, run in variants.items():
+                context = " ".join(x for x in (question, " ".join(said[label])) if x)
                 t0 = time.perf_counter()
-                said.append(run(samples, context).strip())
-                times.append(time.perf_counter() - t0)
-            wers[name].append(word_error_rate(reference, " ".join(said)))
-        times.sort()
-        cells = " | ".join(f"{statistics.mean(w):.3f}" for w in wers.values())
+                said[label].append(run(samples, context).strip())
+                times[label].append(time.perf_counter() - t0)
+        for label in variants:
+            wers[label][name].append(word_error_rate(reference, " ".join(said[label])))
+    for label in variants:
+        ts = sorted(times[label])
+        cells = " | ".join(f"{statistics.mean(w):.3f}" for w in wers[label].values())
         print(
-            f"| {label} | {1000 * statistics.median(times):.0f} | {1000 * times[int(0.9 * len(times))]:.0f} "
-            f"| {cells} |",
-            flush=True,
+            f"| {label} | {1000 * statistics.median(ts):.0f} | {1000 * ts[int(0.9 * len(ts))]:.0f} | {cells} |"
         )
     print(f"load average at end: {os.getloadavg()[0]:.1f}")
 

@@ -609,6 +609,9 @@ def test_the_page_streams_the_transcript_ends_the_turn_and_voices_the_reply(
     assert len(shown) >= 3 and all(b.startswith(a) for a, b in itertools.pairwise(shown))
     assert word_error_rate(" ".join(ANSWER), shown[-1]) < 0.25, shown[-1]
     assert spoken is not None and spoken["transcript"] == shown[-1] and spoken["seconds"] > 5
+    # The engine read the transcript as it grew: the answer about to be sent is read already.
+    assert listening is not None and listening.ahead.wait_idle(60)
+    assert listening.ahead.done and listening.ahead.done[-1] == shown[-1]
     # After the end, the microphone is ignored until the answer is sent.
     assert app.listen((16_000, pcm[:4000]), shown[-1], sid, owner, turns, True)[2] == turns
     outs = list(app.send_if_auto(True, shown[-1], sid, owner, spoken, True, None))
@@ -618,6 +621,30 @@ def test_the_page_streams_the_transcript_ends_the_turn_and_voices_the_reply(
     events = app.rt.store.events(sid)
     answered = [e.payload for e in events if e.kind == "answered"]
     assert answered[-1]["mode"] == "spoken" and answered[-1]["text"] == shown[-1]
+
+
+@pytest.mark.slow
+def test_opening_the_microphone_voices_the_fixed_leads_ahead(app: Any) -> None:
+    from interviewer.listen import SPOKEN_LEADS
+
+    assert app._leads is None  # nothing is synthesized before the microphone is first used
+    app._warm_listening()  # what mic_start runs in the background
+    cache = app._leads
+    assert cache is not None and cache.phrases == SPOKEN_LEADS
+    deadline = threading.Event()
+    for _ in range(600):  # warmed on its own thread
+        if all(cache.get(p) is not None for p in SPOKEN_LEADS):
+            break
+        deadline.wait(0.1)
+    import wave
+
+    def seconds(path: Path) -> float:
+        with wave.open(str(path)) as w:
+            return w.getnframes() / w.getframerate()
+
+    wavs = [cache.get(p) for p in SPOKEN_LEADS]
+    assert all(w is not None and seconds(w) > 0.2 for w in wavs)
+    assert len({w.read_bytes() for w in wavs if w is not None}) == len(SPOKEN_LEADS)
 
 
 def test_the_page_handler_never_waits_for_a_transcription() -> None:

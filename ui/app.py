@@ -381,14 +381,18 @@ class App:
                 out,
                 stop=stop,
                 on_error=errors.append,
-                cache=self._lead_voices(),
+                cache=self._leads,  # voiced ahead once the microphone was first opened (None before)
             )
         finally:
             if errors:
                 gr.Warning(f"The interviewer's voice is unavailable: {errors[0]}")
 
     def _lead_voices(self) -> Any:
-        """The fixed leads ("Right.", "Let's stay on the question I asked.") voiced once, in the background."""
+        """The fixed leads ("Right.", "Let's stay on the question I asked.") voiced once, in the background.
+
+        Started when the microphone opens, not with a reply: the candidate then talks for a while, whereas a
+        reply's own voice would queue behind the warm-up (piper speaks one text at a time).
+        """
         from interviewer.listen import SPOKEN_LEADS
         from interviewer.speech import get_tts
         from interviewer.speech_stream import VoiceCache
