@@ -168,11 +168,13 @@ def one_turn(
         if wav is not None:
             if first_audio is None:
                 first_audio = now  # the rest of the reply streams on; later pieces play after this one
-            if model_audio is None and pieces[wavs] not in leads:
+            if wavs >= len(pieces):  # voiced after the text was complete: the reply's last piece
+                pieces += splitter.flush()
+            if model_audio is None and (wavs >= len(pieces) or pieces[wavs] not in leads):
                 model_audio = now  # the first piece past a fixed acknowledgement
             wavs += 1
     if piece_done is None:  # the reply was one piece: complete when the text was
-        first_piece, piece_done = splitter.flush(), now
+        first_piece, piece_done = (pieces + splitter.flush())[:1], now
     if port.prefiller is not None:
         port.prefiller.wait_idle(60)
     asked = [e.payload for e in rt.store.events(it.session_id) if e.kind == "asked"][-1]
