@@ -158,10 +158,13 @@ def one_turn(
     splitter = SentenceSplitter(leads=leads)
     pieces: list[str] = []
     wavs = 0
+    last, last_at = "", 0.0  # the reply's text so far, and when it last changed
     for text, wav in voice_pieces(it.advance(), tts, work / f"reply-{rep}", cache=cache):
         now = time.perf_counter()
         if first_text is None and text:
             first_text = now
+        if text != last:
+            last, last_at = text, now
         pieces += splitter.feed(text)
         if piece_done is None and pieces:
             first_piece, piece_done = pieces[:1], now
@@ -170,11 +173,13 @@ def one_turn(
                 first_audio = now  # the rest of the reply streams on; later pieces play after this one
             if wavs >= len(pieces):  # voiced after the text was complete: the reply's last piece
                 pieces += splitter.flush()
+                if piece_done is None:  # the reply was one piece: complete when its text was
+                    first_piece, piece_done = pieces[:1], last_at
             if model_audio is None and (wavs >= len(pieces) or pieces[wavs] not in leads):
                 model_audio = now  # the first piece past a fixed acknowledgement
             wavs += 1
-    if piece_done is None:  # the reply was one piece: complete when the text was
-        first_piece, piece_done = (pieces + splitter.flush())[:1], now
+    if piece_done is None:  # the reply was one piece, never voiced: complete when its text was
+        first_piece, piece_done = (pieces + splitter.flush())[:1], last_at
     if port.prefiller is not None:
         port.prefiller.wait_idle(60)
     asked = [e.payload for e in rt.store.events(it.session_id) if e.kind == "asked"][-1]
