@@ -27,16 +27,35 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from interviewer.config import load_settings
+from interviewer.listen import SPOKEN_LEADS
 from interviewer.runtime import Runtime
 from interviewer.session import Interview
-from interviewer.speech import SAMPLE_RATE, PiperTTS, WhisperSTT, load_audio
-from interviewer.speech_stream import SentenceSplitter, SileroVAD, SpokenAnswer, TurnConfig, voice_pieces
+from interviewer.speech import (
+    SAMPLE_RATE,
+    Audio,
+    PiperTTS,
+    Transcript,
+    WhisperSTT,
+    _prompt,
+    load_audio,
+    word_error_rate,
+)
+from interviewer.speech_stream import (
+    ReadAhead,
+    SentenceSplitter,
+    SileroVAD,
+    SpokenAnswer,
+    TurnConfig,
+    VoiceCache,
+    voice_pieces,
+)
 
 POOL = [
     "Decode reads every weight once per generated token, so at batch one it is bound by memory bandwidth.",
@@ -50,6 +69,7 @@ POOL = [
     "Speculative decoding drafts a few tokens with a small model and checks them in one pass of the big one.",
     "Prefill is compute bound because every prompt token is processed at once, unlike decode.",
 ]
+REPO = Path(__file__).resolve().parents[1]
 CHUNK_S = 0.25
 PAUSE_S = 0.35
 TRAIL_S = 2.0
@@ -78,12 +98,14 @@ def one_turn(
     stt: WhisperSTT,
     vad: SileroVAD,
     tts: PiperTTS,
+    cache: VoiceCache | None,
     work: Path,
     rep: int,
     args: argparse.Namespace,
-) -> dict[str, float]:
+) -> dict[str, Any]:
     audio, speech_end, _ = answer_audio(tts, work, rep, args.seconds)
-    it = Interview.start(rt.ports(f"bench-{rep}"), ["inference-deep-dive"], per_round=1)
+    # The same question per rep in every run (seeded), so configurations compare on the same turns.
+    it = Interview.start(rt.ports(f"bench-{rep}"), ["inference-deep-dive"], per_round=1, seed=rep)
     it.advance_all()
     port = rt.model()
     if port.prefiller is not None:
@@ -91,12 +113,23 @@ def one_turn(
             60
         )  # the question's prefetch is in, as it would be while the candidate thinks
     q = it.question
+    assert q is not None
+    ahead = None
+    if not args.no_read_ahead:
+        level = it.level
+        ahead = ReadAhead(lambda t: it.listen(q, level, it.validate_answer(t)))
+
+    def partial(t: str) -> None:
+        it.prefill(t + " ")
+        if ahead is not None:
+            ahead.submit(t)
+
     ans = SpokenAnswer(
         stt,
         vad.stream(),
-        TurnConfig(end_of_turn_ms=args.end_of_turn_ms),
-        context=q.question if q else None,
-        on_partial=lambda t: it.prefill(t + " "),
+        TurnConfig(end_of_turn_ms=args.end_of_turn_ms, whisper_vad=args.whisper_vad),
+        context=q.question,
+        on_partial=partial,
     )
     step = int(CHUNK_S * SAMPLE_RATE)
     pcm = (audio * 32767).astype(np.int16)
@@ -115,34 +148,177 @@ def one_turn(
         ended_at = time.perf_counter()
     spoke_until = t0 + speech_end / SAMPLE_RATE
     it.submit(ans.transcript, mode="spoken")
-    first_text = first_audio = piece_done = None
+    read_at = time.perf_counter()
+    if ahead is not None:
+        ahead.close()
+    first_text = first_audio = piece_done = model_audio = None
     first_piece: list[str] = []
-    splitter = SentenceSplitter()  # the same cut as voice_pieces makes: when was the first piece complete?
-    for text, wav in voice_pieces(it.advance(), tts, work / f"reply-{rep}"):
+    leads = cache.phrases if cache is not None else ()
+    # The same cut as voice_pieces makes: when was the first piece complete, and which WAV is which piece?
+    splitter = SentenceSplitter(leads=leads)
+    pieces: list[str] = []
+    wavs = 0
+    last, last_at = "", 0.0  # the reply's text so far, and when it last changed
+    for text, wav in voice_pieces(it.advance(), tts, work / f"reply-{rep}", cache=cache):
         now = time.perf_counter()
         if first_text is None and text:
             first_text = now
-        if piece_done is None and (first_piece := splitter.feed(text)):
-            piece_done = now
-        if wav is not None and first_audio is None:
-            first_audio = now  # the rest of the reply streams on; later pieces play after this one
-    if piece_done is None:  # the reply was one piece: complete when the text was
-        first_piece, piece_done = splitter.flush(), now
+        if text != last:
+            last, last_at = text, now
+        pieces += splitter.feed(text)
+        if piece_done is None and pieces:
+            first_piece, piece_done = pieces[:1], now
+        if wav is not None:
+            if first_audio is None:
+                first_audio = now  # the rest of the reply streams on; later pieces play after this one
+            if wavs >= len(pieces):  # voiced after the text was complete: the reply's last piece
+                pieces += splitter.flush()
+                if piece_done is None:  # the reply was one piece: complete when its text was
+                    first_piece, piece_done = pieces[:1], last_at
+            if model_audio is None and (wavs >= len(pieces) or pieces[wavs] not in leads):
+                model_audio = now  # the first piece past a fixed acknowledgement
+            wavs += 1
+    if piece_done is None:  # the reply was one piece, never voiced: complete when its text was
+        first_piece, piece_done = (pieces + splitter.flush())[:1], last_at
     if port.prefiller is not None:
         port.prefiller.wait_idle(60)
+    asked = [e.payload for e in rt.store.events(it.session_id) if e.kind == "asked"][-1]
+    answered = [e.payload for e in rt.store.events(it.session_id) if e.kind == "answered"][-1]
     audio_s = len(audio) / SAMPLE_RATE
+    nan = float("nan")
     return {
         "end_of_turn": ended_at - spoke_until,
-        "first_text": (first_text or float("nan")) - ended_at,
-        "first_audio": (first_audio or float("nan")) - spoke_until,
+        "read": read_at - ended_at,
+        "first_text": (first_text or nan) - read_at,
+        "first_audio": (first_audio or nan) - spoke_until,
+        "model_audio": (model_audio or nan) - spoke_until,
         "stt_rtf": ans.stt_seconds / audio_s,
         "vad_ms_per_s": 1000 * ans.vad_seconds / audio_s,
         "audio_s": audio_s,
         "words": len(ans.transcript.split()),
         "first_piece_words": len(first_piece[0].split()) if first_piece else 0,
-        "piece_to_audio": (first_audio or float("nan")) - piece_done,
-        "text_to_piece": piece_done - (first_text or float("nan")),
+        "first_piece": first_piece[0] if first_piece else "",
+        "piece_to_audio": (first_audio or nan) - piece_done,
+        "text_to_piece": piece_done - (first_text or nan),
+        "move": str((answered.get("plan") or {}).get("move", "?")),
+        "source": str(asked.get("source", "?")),
+        "model_first_token": float(asked.get("first_token_s") or nan),  # the engine's own measure
+        "read_ahead": len(ahead.done) if ahead is not None else 0,
     }
+
+
+class _Phrases:
+    """A transcriber that keeps each phrase :class:`SpokenAnswer` cuts (and transcribes it as the app does)."""
+
+    def __init__(self, stt: WhisperSTT) -> None:
+        self.stt = stt
+        self.phrases: list[np.ndarray] = []
+
+    def transcribe_audio(self, audio: Audio, **kwargs: Any) -> Transcript:
+        self.phrases.append(audio.samples.copy())
+        return self.stt.transcribe_audio(audio, **kwargs)
+
+
+def _short_window(model: Any, samples: np.ndarray, context: str | None, margin_s: float) -> str:
+    """Whisper's encoder on the phrase plus ``margin_s`` of padding instead of a 30 s window (rejected: WER)."""
+    from faster_whisper.tokenizer import Tokenizer
+    from faster_whisper.transcribe import get_suppressed_tokens
+
+    feats = model.feature_extractor(samples)[..., :-1]
+    n = min(3000, feats.shape[-1] + int(margin_s * 100))
+    n += n % 2
+    window = np.zeros((feats.shape[0], n), feats.dtype)
+    window[:, : min(n, feats.shape[-1])] = feats[:, :n]
+    tok = Tokenizer(model.hf_tokenizer, model.model.is_multilingual, task="transcribe", language="en")
+    prompt_text = _prompt(context)
+    previous = tok.encode(" " + prompt_text.strip()) if prompt_text else []
+    prompt = model.get_prompt(tok, previous, without_timestamps=True)
+    result = model.model.generate(
+        model.encode(window),
+        [prompt],
+        beam_size=1,
+        max_length=448,
+        suppress_blank=True,
+        suppress_tokens=get_suppressed_tokens(tok, [-1]),
+    )[0]
+    return str(tok.decode([t for t in result.sequences_ids[0] if t < tok.eot]).strip())
+
+
+def compare_whisper(stt: WhisperSTT, vad: SileroVAD, tts: PiperTTS, work: Path) -> None:
+    """Decode time and WER of the streamed phrases under each Whisper option (piper and espeak-ng voices)."""
+    import json
+    import shutil
+
+    from interviewer.speech import EspeakTTS, _is_noise
+
+    items = json.loads((REPO / "tests" / "fixtures" / "speech" / "interview_sentences.json").read_text())
+    answers = [(it["question"], it["answer"]) for it in items["items"]]
+    answers.append(("How would you serve a model at low latency?", " ".join(POOL)))
+    voices: dict[str, Any] = {"piper": tts}
+    if shutil.which("espeak-ng"):
+        voices["espeak-ng"] = EspeakTTS()
+    sets = []  # (voice, question, reference, phrases)
+    for name, voice in voices.items():
+        for i, (question, reference) in enumerate(answers):
+            speech = load_audio(voice.synthesize(reference, work / f"cmp-{name}-{i}.wav")).samples
+            audio = np.concatenate([speech, np.zeros(2 * SAMPLE_RATE, np.float32)])
+            rec = _Phrases(stt)
+            ans = SpokenAnswer(rec, vad.stream(), context=question)
+            step = int(CHUNK_S * SAMPLE_RATE)
+            for k in range(0, len(audio), step):
+                if ans.feed((audio[k : k + step] * 32767).astype(np.int16)).ended:
+                    break
+            ans.finish()
+            sets.append((name, question, reference, rec.phrases))
+    model = stt._load()
+
+    def faster_whisper(vad_filter: bool, without_timestamps: bool) -> Any:
+        def run(samples: np.ndarray, context: str | None) -> str:
+            segments, _ = model.transcribe(
+                samples,
+                language="en",
+                initial_prompt=_prompt(context),
+                beam_size=1,
+                vad_filter=vad_filter,
+                condition_on_previous_text=False,
+                without_timestamps=without_timestamps,
+            )
+            return " ".join(s.text.strip() for s in segments if not _is_noise(s))
+
+        return run
+
+    variants = {
+        "faster-whisper's VAD on each phrase (before)": faster_whisper(True, False),
+        "its VAD off (silero already cut the phrase: now)": faster_whisper(False, False),
+        "VAD off, without timestamps": faster_whisper(False, True),
+        "encoder on the phrase + 2 s, not 30 s": lambda a, c: _short_window(model, a, c, 2.0),
+        "encoder on the phrase + 1 s, not 30 s": lambda a, c: _short_window(model, a, c, 1.0),
+    }
+    n = sum(len(x[3]) for x in sets)
+    mean_s = statistics.mean(len(p) / SAMPLE_RATE for x in sets for p in x[3])
+    print(f"\n## Whisper options on {n} streamed phrases (mean {mean_s:.1f} s), greedy, tiny.en\n")
+    print("| option | decode median (ms) | p90 (ms) | " + " | ".join(f"WER {v}" for v in voices) + " |")
+    print("|---|---|---|" + "---|" * len(voices))
+    # Interleaved, phrase by phrase, so a change in the machine's load falls on every option alike.
+    times: dict[str, list[float]] = {label: [] for label in variants}
+    wers: dict[str, dict[str, list[float]]] = {label: {v: [] for v in voices} for label in variants}
+    for name, question, reference, phrases in sets:
+        said: dict[str, list[str]] = {label: [] for label in variants}
+        for samples in phrases:
+            for label, run in variants.items():
+                context = " ".join(x for x in (question, " ".join(said[label])) if x)
+                t0 = time.perf_counter()
+                said[label].append(run(samples, context).strip())
+                times[label].append(time.perf_counter() - t0)
+        for label in variants:
+            wers[label][name].append(word_error_rate(reference, " ".join(said[label])))
+    for label in variants:
+        ts = sorted(times[label])
+        cells = " | ".join(f"{statistics.mean(w):.3f}" for w in wers[label].values())
+        print(
+            f"| {label} | {1000 * statistics.median(ts):.0f} | {1000 * ts[int(0.9 * len(ts))]:.0f} | {cells} |"
+        )
+    print(f"load average at end: {os.getloadavg()[0]:.1f}")
 
 
 def main() -> int:
@@ -152,7 +328,33 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--seconds", type=float, default=30.0, help="length of each spoken answer")
     ap.add_argument("--end-of-turn-ms", type=int, default=700)
+    ap.add_argument(
+        "--no-cache", action="store_true", help="synthesize the fixed leads on demand (as before)"
+    )
+    ap.add_argument("--no-read-ahead", action="store_true", help="read the answer only once it is sent")
+    ap.add_argument("--whisper-vad", action="store_true", help="faster-whisper's VAD on each phrase too")
+    ap.add_argument(
+        "--before", action="store_true", help="all three of the above: the path before #13's tuning"
+    )
+    ap.add_argument(
+        "--compare-whisper",
+        action="store_true",
+        help="only Whisper's options on the streamed phrases: decode time and WER (no model server)",
+    )
     args = ap.parse_args()
+    if args.compare_whisper:
+        stt, vad, tts = WhisperSTT("tiny.en"), SileroVAD(), PiperTTS(noise_scale=0.0, noise_w_scale=0.0)
+        stt.load()
+        vad.load()
+        print(
+            f"# Whisper options for streamed phrases ({os.cpu_count()} cores, load average at start "
+            f"{os.getloadavg()[0]:.1f})"
+        )
+        print("$ .venv/bin/python benchmarks/bench_speech_stream.py " + " ".join(sys.argv[1:]))
+        compare_whisper(stt, vad, tts, Path(tempfile.mkdtemp(prefix="bench-whisper-options-")))
+        return 0
+    if args.before:
+        args.no_cache = args.no_read_ahead = args.whisper_vad = True
 
     data = Path(tempfile.mkdtemp(prefix="bench-speech-stream-"))
     settings = load_settings(
@@ -164,36 +366,52 @@ def main() -> int:
     stt.load()
     vad.load()
     tts.load()
+    rt.listener()
+    warm = getattr(rt.scorer(), "warm", None)
+    if callable(warm):
+        warm()  # the app warms the sentence model at start-up; a first answer would wait for it here
+    cache = None
+    if not args.no_cache:
+        cache = VoiceCache(tts, data / "voice-cache", SPOKEN_LEADS)
+        cache.warm()
     print(
         f"# Spoken answers stream ({os.cpu_count()} cores, load average at start {os.getloadavg()[0]:.1f}); "
-        f"model: {port.name}; prefill: {'on' if port.prefiller else 'off'}; end of turn {args.end_of_turn_ms} ms"
+        f"model: {port.name}; prefill: {'on' if port.prefiller else 'off'}; end of turn {args.end_of_turn_ms} ms; "
+        f"cached leads: {'off' if cache is None else 'on'}; read ahead: {'off' if args.no_read_ahead else 'on'}; "
+        f"Whisper's own VAD per phrase: {'on' if args.whisper_vad else 'off'}"
     )
     print("$ .venv/bin/python benchmarks/bench_speech_stream.py " + " ".join(sys.argv[1:]))
     rows = []
     for rep in range(args.reps):
-        r = one_turn(rt, stt, vad, tts, data, rep, args)
+        r = one_turn(rt, stt, vad, tts, cache, data, rep, args)
         rows.append(r)
         print(
-            f"rep {rep}: {r['audio_s']:.1f} s audio, {r['words']:.0f} words; end of turn {r['end_of_turn']:.2f} s, "
-            f"first text +{r['first_text']:.2f} s, first piece ({r['first_piece_words']:.0f} words) complete "
+            f"rep {rep}: {r['audio_s']:.1f} s audio, {r['words']:.0f} words, move {r['move']} ({r['source']}), "
+            f"{r['read_ahead']} partials read ahead, model's first token {r['model_first_token']:.2f} s; end of turn {r['end_of_turn']:.2f} s, read "
+            f"+{r['read']:.2f} s, first text +{r['first_text']:.2f} s, first piece {r['first_piece']!r} complete "
             f"+{r['text_to_piece']:.2f} s, voiced +{r['piece_to_audio']:.2f} s: first audio "
-            f"{r['first_audio']:.2f} s after speech; Whisper RTF {r['stt_rtf']:.3f}, "
-            f"VAD {r['vad_ms_per_s']:.1f} ms/s",
+            f"{r['first_audio']:.2f} s after speech, past the lead {r['model_audio']:.2f} s; "
+            f"Whisper RTF {r['stt_rtf']:.3f}, VAD {r['vad_ms_per_s']:.1f} ms/s; load {os.getloadavg()[0]:.1f}",
             flush=True,
         )
 
     def med(key: str) -> str:
-        vals = [r[key] for r in rows]
-        return f"{statistics.median(vals):.3f} (min {min(vals):.3f}, max {max(vals):.3f})"
+        vals = [r[key] for r in rows if r[key] == r[key]]  # NaN: that rep had no such moment
+        if not vals:
+            return "n/a"
+        return f"{statistics.median(vals):.3f} (min {min(vals):.3f}, max {max(vals):.3f}; n={len(vals)})"
 
     print()
     print(f"| measure ({args.reps} answers of ~{args.seconds:.0f} s) | median (min, max) |")
     print("|---|---|")
     print(f"| end of speech -> first audio of the interviewer's voice (s) | {med('first_audio')} |")
+    print(f"| end of speech -> first audio past a fixed acknowledgement (s) | {med('model_audio')} |")
     print(f"| end of speech -> end of turn detected (s) | {med('end_of_turn')} |")
-    print(f"| end of turn -> first follow-up text (s) | {med('first_text')} |")
-    print(f"| first text -> first piece (clause or sentence) complete (s) | {med('text_to_piece')} |")
-    print(f"| first piece complete -> its audio synthesized (s) | {med('piece_to_audio')} |")
+    print(f"| end of turn -> the answer read (submit) (s) | {med('read')} |")
+    print(f"| answer read -> first follow-up text (s) | {med('first_text')} |")
+    print(f"| the model's first token, when the model was asked (s) | {med('model_first_token')} |")
+    print(f"| first text -> first piece (lead, clause or sentence) complete (s) | {med('text_to_piece')} |")
+    print(f"| first piece complete -> its audio ready (s) | {med('piece_to_audio')} |")
     print(f"| Whisper tiny.en real-time factor, streamed phrases | {med('stt_rtf')} |")
     print(f"| silero VAD cost per second of audio (ms) | {med('vad_ms_per_s')} |")
     print(f"load average at end: {os.getloadavg()[0]:.1f}")

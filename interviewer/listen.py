@@ -21,7 +21,9 @@ Nothing here talks to a model: :class:`Listener` reads, :func:`choose` decides, 
 from __future__ import annotations
 
 import re
+import threading
 import zlib
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -40,6 +42,7 @@ Move = Literal[
     "clarify", "hint", "encourage", "expand", "redirect", "challenge", "deepen", "push", "why", "next"
 ]
 
+_RECENT_READINGS = 64  # answers read lately (a few per candidate: the partial transcripts, then the answer)
 PUSH_LEVEL = 3  # the level of an escalation (push) step, after why 1 and why 2
 STAYS: frozenset[str] = frozenset({"clarify", "hint", "encourage", "expand", "redirect", "challenge"})
 
@@ -268,6 +271,10 @@ class Listener:
         # The bank's questions: words in many rubrics ("time", "three", "spent") say nothing about topic.
         self._neighbours = list(neighbours)
         self._generic: set[str] | None = None
+        # The last readings (or the events of readings in progress): a spoken answer is read ahead, as its
+        # transcript grows, so the one sent at the end of the turn is usually read already (#13).
+        self._recent: OrderedDict[tuple[str, int, str, str], Reading | threading.Event] = OrderedDict()
+        self._recent_lock = threading.Lock()
 
     def _generic_words(self) -> set[str]:
         if self._generic is None:
@@ -308,7 +315,36 @@ class Listener:
         return max(lexical, cosine / OFF_TOPIC_COSINE * OFF_TOPIC_SHARE)
 
     def read(self, q: Question, level: int, answer: str, asked: str = "") -> Reading:
-        """Classify ``answer``, given at ``level`` (0 main, 1-2 whys, 3 push), to the interviewer's ``asked``."""
+        """Classify ``answer``, given at ``level`` (0 main, 1-2 whys, 3 push), to the interviewer's ``asked``.
+
+        The same reading again (or one being made on another thread) is not made twice.
+        """
+        key = (q.id, level, answer, asked)
+        while True:
+            with self._recent_lock:
+                got = self._recent.get(key)
+                if got is None:
+                    mine = self._recent[key] = threading.Event()
+                    break
+            if isinstance(got, Reading):
+                return got
+            got.wait(60)  # another thread reads this very answer: wait for it, then look again
+        reading: Reading | None = None
+        try:
+            reading = self._read(q, level, answer, asked)
+            return reading
+        finally:
+            with self._recent_lock:
+                if reading is None:
+                    self._recent.pop(key, None)  # it failed: the next caller reads for itself
+                else:
+                    self._recent[key] = reading
+                    self._recent.move_to_end(key)
+                    while len(self._recent) > _RECENT_READINGS:
+                        self._recent.popitem(last=False)
+            mine.set()
+
+    def _read(self, q: Question, level: int, answer: str, asked: str) -> Reading:
         text = answer.strip()
         words = _words(text)
         sents = sentences(text)
@@ -444,6 +480,13 @@ class Plan:
 
 # Only after an answer that got somewhere: "OK." before every follow-up is filler, not listening.
 _ACKS = ("Right.", "OK, that makes sense.", "Fair enough.")
+_DEEPEN_ACK = "That already answers what I was going to ask next."
+_PUSH_LEAD = "You've reasoned that through; let's push it further."
+_REDIRECT_LEAD = "Let's stay on the question I asked."
+_EXPAND = "Could you say a bit more: what's your reasoning there?"
+_ENCOURAGE = "That's fine. What would your best guess be, and why?"
+# Fixed sentences the interviewer opens a reply with: the voice synthesizes them once, ahead of time (#13).
+SPOKEN_LEADS: tuple[str, ...] = (*_ACKS, _DEEPEN_ACK, _PUSH_LEAD, _REDIRECT_LEAD, _EXPAND, _ENCOURAGE)
 
 
 def acknowledgement(reading: Reading, answer: str, level: int) -> str | None:
@@ -484,21 +527,21 @@ def choose(q: Question, level: int, reading: Reading, done: Done, answer: str, a
             n = done.hints_used + 1
             text = f"That's fine; here's a hint: {hint.strip()} Where does that take you?"
             return Plan("hint", level, text, meta={"hint_level": level, "hints_used": n})
-        return Plan("encourage", level, "That's fine. What would your best guess be, and why?")
+        return Plan("encourage", level, _ENCOURAGE)
     if reading.kind == "too_short" and level not in done.expanded:
-        return Plan("expand", level, "Could you say a bit more: what's your reasoning there?")
+        return Plan("expand", level, _EXPAND)
     if reading.kind == "off_topic" and not done.redirected:
-        return Plan("redirect", level, f"Let's stay on the question I asked. {last}")
+        return Plan("redirect", level, f"{_REDIRECT_LEAD} {last}")
     if reading.kind == "contradicts" and reading.hit is not None and reading.hit.name not in done.challenged:
         text = f"You said \u201c{reading.quote}\u201d. {reading.hit.challenge.strip()}"
         return Plan("challenge", level, text, meta={"contradiction": reading.hit.name})
     move, nxt = _after(q, level, reading, done)
     ack = acknowledgement(reading, answer, level)
     if move == "deepen":
-        ack = "That already answers what I was going to ask next."
+        ack = _DEEPEN_ACK
     if move == "push":
         push = q.push[0]
-        lead = "You've reasoned that through; let's push it further." if reading.kind != "answer" else None
+        lead = _PUSH_LEAD if reading.kind != "answer" else None
         return Plan("push", nxt, push.ask, ack=lead, meta={"push": 0, "push_kind": push.kind})
     return Plan(move, nxt, None, ack=ack if move != "next" else None)
 

@@ -458,10 +458,17 @@ class WhisperSTT:
         return self.transcribe_audio(audio, context=context, name=Path(path).name)
 
     def transcribe_audio(
-        self, audio: Audio, *, context: str | None = None, name: str = "audio", beam_size: int | None = None
+        self,
+        audio: Audio,
+        *,
+        context: str | None = None,
+        name: str = "audio",
+        beam_size: int | None = None,
+        vad: bool | None = None,
     ) -> Transcript:
         """Transcribe already decoded audio (see :func:`load_audio`); ``beam_size`` overrides the engine's
-        (1, greedy, for the short phrases of a streamed answer, where waiting costs more than a rare slip)."""
+        (1, greedy, for the short phrases of a streamed answer, where waiting costs more than a rare slip), and
+        so does ``vad`` (False for those phrases: silero already cut them out of the stream)."""
         with self._lock:
             model = self._load()
             start = time.perf_counter()
@@ -470,7 +477,7 @@ class WhisperSTT:
                 language="en",
                 initial_prompt=_prompt(context),
                 beam_size=beam_size or self._beam_size,
-                vad_filter=self._vad,
+                vad_filter=self._vad if vad is None else vad,
                 # Each 30 s window is prompted with the question, not the previous window: a misheard phrase
                 # then cannot repeat itself through the rest of a long answer.
                 condition_on_previous_text=False,

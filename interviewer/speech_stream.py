@@ -24,6 +24,7 @@ import copy
 import logging
 import queue
 import re
+import shutil
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -39,6 +40,7 @@ __all__ = [
     "SILERO_VAD_SHA256",
     "WINDOW",
     "BackgroundAnswer",
+    "ReadAhead",
     "SentenceSplitter",
     "SileroVAD",
     "SpokenAnswer",
@@ -46,6 +48,7 @@ __all__ = [
     "TurnDetector",
     "TurnEvent",
     "Update",
+    "VoiceCache",
     "chunk_transcriber",
     "voice_pieces",
 ]
@@ -135,6 +138,9 @@ class TurnConfig:
     # Whisper's beam for a phrase: greedy, because the last phrase is decoded while the candidate waits
     # (on the test answers greedy and beam 5 differ by about half a point of WER).
     beam_size: int = 1
+    # faster-whisper's own VAD pass over each phrase: off, since silero already cut the phrase out of the
+    # stream (the same WER on the benchmark's phrases, ~7% less decode time: BENCHMARKS.md, #13).
+    whisper_vad: bool = False
 
     def __post_init__(self) -> None:
         if not 0 < self.pause_ms < self.end_of_turn_ms:
@@ -215,7 +221,13 @@ class ChunkTranscriber(Protocol):
     """What :class:`SpokenAnswer` needs of speech-to-text (``WhisperSTT`` has it)."""
 
     def transcribe_audio(
-        self, audio: Audio, *, context: str | None = None, name: str = "audio", beam_size: int | None = None
+        self,
+        audio: Audio,
+        *,
+        context: str | None = None,
+        name: str = "audio",
+        beam_size: int | None = None,
+        vad: bool | None = None,
     ) -> Transcript: ...
 
 
@@ -226,7 +238,13 @@ class _ViaFile:
         self._stt = stt
 
     def transcribe_audio(
-        self, audio: Audio, *, context: str | None = None, name: str = "audio", beam_size: int | None = None
+        self,
+        audio: Audio,
+        *,
+        context: str | None = None,
+        name: str = "audio",
+        beam_size: int | None = None,
+        vad: bool | None = None,
     ) -> Transcript:
         import tempfile
         import wave
@@ -414,7 +432,11 @@ class SpokenAnswer:
         t0 = time.perf_counter()
         try:
             tr = self._stt.transcribe_audio(
-                Audio(chunk, SAMPLE_RATE), context=context, name="phrase", beam_size=self.config.beam_size
+                Audio(chunk, SAMPLE_RATE),
+                context=context,
+                name="phrase",
+                beam_size=self.config.beam_size,
+                vad=self.config.whisper_vad,
             )
         except AudioInputError:
             return ""  # noise the detector let through: Whisper found no words
@@ -507,6 +529,58 @@ class BackgroundAnswer:
             self._seconds = ans.seconds
 
 
+class ReadAhead:
+    """Runs ``fn`` on the latest value only, on its own thread: the engine reads a spoken answer ahead.
+
+    A partial transcript handed in while the previous one is still being read replaces any other waiting one,
+    so at most one read runs and one waits. The listening thread only queues (it must keep up with the
+    microphone); by the end of the turn the answer's reading is usually made, and the follow-up starts from it.
+    ``fn`` failing is logged, never raised: reading ahead is an optimisation.
+    """
+
+    def __init__(self, fn: Callable[[str], object]) -> None:
+        self._fn = fn
+        self._cond = threading.Condition()
+        self._next: str | None = None
+        self._busy = False
+        self._closed = False
+        self.done: list[str] = []  # what was read, in order (tests, benchmark)
+        threading.Thread(target=self._work, name="read-ahead", daemon=True).start()
+
+    def submit(self, value: str) -> None:
+        with self._cond:
+            self._next = value
+            self._cond.notify_all()
+
+    def wait_idle(self, timeout: float = 30.0) -> bool:
+        """Wait until nothing is waiting or being read (True), or ``timeout`` passes (False)."""
+        with self._cond:
+            return self._cond.wait_for(lambda: self._next is None and not self._busy, timeout)
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed, self._next = True, None
+            self._cond.notify_all()
+
+    def _work(self) -> None:
+        while True:
+            with self._cond:
+                self._cond.wait_for(lambda: self._next is not None or self._closed)
+                if self._closed:
+                    return
+                value, self._next, self._busy = self._next, None, True
+            try:
+                assert value is not None
+                self._fn(value)
+                self.done.append(value)
+            except Exception as e:
+                log.debug("reading ahead failed: %s", e)
+            finally:
+                with self._cond:
+                    self._busy = False
+                    self._cond.notify_all()
+
+
 # --------------------------------------------------------------------------------------------- speaking
 
 _ABBREVIATIONS = re.compile(r"\b(?:e\.g|i\.e|vs|etc|cf|approx|Dr|Mr|Ms|Mrs|No|Fig)\.$", re.I)
@@ -516,12 +590,17 @@ _CLAUSE_END = re.compile(r"[,;:]\s+|\s+[-–—]\s+")
 
 class SentenceSplitter:
     """Growing reply text in, speakable pieces out: whole sentences, except that the first piece may end at
-    a clause (``min_first_words`` words or more) so the voice starts sooner."""
+    a clause (``min_first_words`` words or more) so the voice starts sooner, and that a reply opening with one
+    of the ``leads`` (the engine's fixed acknowledgements, decided before the model starts) has it as its own
+    first piece, even a one-word "Right." that is all the text there is so far; the piece after a lead may
+    then be a clause."""
 
-    def __init__(self, *, min_first_words: int = 5) -> None:
+    def __init__(self, *, min_first_words: int = 5, leads: Iterable[str] = ()) -> None:
         self._min_first = min_first_words
+        self._leads = sorted({" ".join(t.split()) for t in leads if _has_words(t)}, key=len, reverse=True)
         self._said = 0  # characters of the text already handed out
         self._pieces = 0
+        self._led = False  # the first piece was a lead
         self._last = ""
 
     def feed(self, text: str) -> list[str]:
@@ -554,13 +633,18 @@ class SentenceSplitter:
         return [rest] if _has_words(rest) else []
 
     def _next_cut(self, rest: str) -> int | None:
+        if self._pieces == 0 and self._said == 0:
+            for lead in self._leads:
+                if rest.startswith(lead) and (len(rest) == len(lead) or rest[len(lead)].isspace()):
+                    self._led = True
+                    return len(lead)
         for m in _SENTENCE_END.finditer(rest):
             if _ABBREVIATIONS.search(rest[: m.start() + 1]):
                 continue
             if len(rest[: m.start()].split()) < 2 and m.group().strip() != "":
                 continue  # "1." or "So." alone is not worth a pause
             return m.end()
-        if self._pieces == 0:
+        if self._pieces == int(self._led):  # the first piece, or the first after a lead, may be a clause
             for m in _CLAUSE_END.finditer(rest):
                 if len(rest[: m.start()].split()) >= self._min_first:
                     return m.end()
@@ -571,6 +655,52 @@ def _has_words(text: str) -> bool:
     return any(ch.isalnum() for ch in text)
 
 
+class VoiceCache:
+    """WAVs of the fixed sentences the interviewer says (acknowledgements, authored leads), made once ahead.
+
+    Synthesizing even "Right." takes piper a few hundred milliseconds on a busy 2-core machine; a reply that
+    opens with a cached sentence starts speaking as soon as its text is there. Files are named by a hash of
+    the voice and the text, so a changed voice or wording is synthesized afresh.
+    """
+
+    def __init__(self, tts: TextToSpeech, directory: Path, phrases: Iterable[str] = ()) -> None:
+        self._tts = tts
+        self._dir = directory
+        self.phrases: tuple[str, ...] = tuple(
+            dict.fromkeys(" ".join(p.split()) for p in phrases if p.strip())
+        )
+        self._ready: dict[str, Path] = {}
+        self._lock = threading.Lock()
+
+    def _path(self, text: str) -> Path:
+        import hashlib
+
+        engine = str(getattr(self._tts, "engine", type(self._tts).__name__))
+        digest = hashlib.sha256(f"{engine}\n{text}".encode()).hexdigest()[:20]
+        return self._dir / f"lead-{digest}.wav"
+
+    def warm(self) -> int:
+        """Synthesize the phrases not on disk yet (call it off the request path); returns how many are ready."""
+        for text in self.phrases:
+            path = self._path(text)
+            try:
+                self._dir.mkdir(parents=True, exist_ok=True)
+                # The voices write through a temporary file: a WAV on disk is a whole one.
+                if not (path.is_file() and path.stat().st_size > 0):
+                    self._tts.synthesize(text, path)
+            except (SpeechError, InputError, OSError) as e:
+                log.info("could not pre-synthesize %r: %s", text, e)
+                continue
+            with self._lock:
+                self._ready[text] = path
+        return len(self._ready)
+
+    def get(self, text: str) -> Path | None:
+        """The WAV of ``text`` if it was synthesized ahead, else None."""
+        with self._lock:
+            return self._ready.get(" ".join(text.split()))
+
+
 def voice_pieces(
     replies: Iterable[str],
     tts: TextToSpeech,
@@ -579,36 +709,63 @@ def voice_pieces(
     stop: threading.Event | None = None,
     splitter: SentenceSplitter | None = None,
     on_error: Callable[[Exception], None] | None = None,
+    cache: VoiceCache | None = None,
 ) -> Iterator[tuple[str, Path | None]]:
     """Speak a reply while it streams: yields ``(reply so far, WAV of the next piece or None)``.
 
     ``replies`` yields the growing reply text (as :meth:`Interview.advance` does). Pieces are synthesized in
     order on one worker thread, so the text keeps streaming while a sentence is voiced; each WAV is yielded with
-    the next text update, or as soon as it is ready once the text is complete. Setting ``stop`` (the candidate
-    started speaking, or pressed stop) drops the pieces not yet voiced; the text still streams to the end.
-    A piece the voice cannot speak is skipped and reported once to ``on_error`` (on the caller's thread).
+    the next text update, or as soon as it is ready once the text is complete. A piece ``cache`` holds is not
+    synthesized: its WAV is copied at once (as ``piece-NNN.wav``, so the page sees a new file each time) and,
+    when no piece is still being synthesized ahead of it, yielded with the very text that completed it. Setting
+    ``stop`` (the candidate started speaking, or pressed stop) drops the pieces not yet voiced; the text still
+    streams to the end. A piece the voice cannot speak is skipped and reported once to ``on_error`` (on the
+    caller's thread).
     """
     stop = stop or threading.Event()
-    splitter = splitter or SentenceSplitter()
+    if splitter is None:
+        splitter = SentenceSplitter(leads=cache.phrases if cache is not None else ())
     out_dir.mkdir(parents=True, exist_ok=True)
-    todo: queue.Queue[str | None] = queue.Queue()
+    todo: queue.Queue[tuple[int, str] | None] = queue.Queue()
     done: queue.Queue[Path | Exception | None] = queue.Queue()
+    count = 0
+    pending = 0  # pieces handed out (to the worker, or cached) whose WAV the reader has not taken yet
+
+    def cached(piece: str, n: int) -> Path | None:
+        wav = cache.get(piece) if cache is not None else None
+        if wav is None:
+            return None
+        out = out_dir / f"piece-{n:03d}.wav"
+        try:
+            shutil.copyfile(wav, out)
+        except OSError as e:
+            log.info("cached voice %s unusable: %s", wav, e)
+            return None
+        return out
 
     def work() -> None:
-        n = 0
-        while (piece := todo.get()) is not None:
+        while (item := todo.get()) is not None:
+            n, piece = item
             if stop.is_set():
                 done.put(None)  # one answer per piece, so the reader never waits for a dropped one
                 continue
             try:
-                done.put(tts.synthesize(piece, out_dir / f"piece-{n:03d}.wav"))
+                done.put(cached(piece, n) or tts.synthesize(piece, out_dir / f"piece-{n:03d}.wav"))
             except (SpeechError, InputError) as e:
                 done.put(e)
-            n += 1
+
+    def put(piece: str) -> None:
+        nonlocal pending, count
+        n, count = count, count + 1
+        pending += 1
+        wav = cached(piece, n) if pending == 1 else None  # nothing ahead of it: no need to keep the order
+        if wav is not None:
+            done.put(wav)
+        else:
+            todo.put((n, piece))
 
     worker = threading.Thread(target=work, name="voice", daemon=True)
     worker.start()
-    pending = 0
     text = ""
     failed = False
 
@@ -635,13 +792,11 @@ def voice_pieces(
         for text in replies:
             if not stop.is_set():
                 for piece in splitter.feed(text):
-                    todo.put(piece)
-                    pending += 1
+                    put(piece)
             yield text, ready(block=False)
         if not stop.is_set():
             for piece in splitter.flush():
-                todo.put(piece)
-                pending += 1
+                put(piece)
         todo.put(None)
         while pending and not stop.is_set():
             wav = ready(block=True)

@@ -15,11 +15,13 @@ from interviewer.errors import InputError, SpeechError
 from interviewer.speech import SAMPLE_RATE, PiperTTS, WhisperSTT, load_audio, word_error_rate
 from interviewer.speech_stream import (
     WINDOW,
+    ReadAhead,
     SentenceSplitter,
     SileroVAD,
     SpokenAnswer,
     TurnConfig,
     TurnDetector,
+    VoiceCache,
     voice_pieces,
 )
 
@@ -97,11 +99,18 @@ class RecordingSTT:
         self.calls: list[tuple[int, str | None]] = []
 
     def transcribe_audio(
-        self, audio: Any, *, context: str | None = None, name: str = "audio", beam_size: int | None = None
+        self,
+        audio: Any,
+        *,
+        context: str | None = None,
+        name: str = "audio",
+        beam_size: int | None = None,
+        vad: bool | None = None,
     ) -> Any:
         from interviewer.speech import Transcript
 
         self.calls.append((len(audio.samples), context))
+        self.options = {"beam_size": beam_size, "vad": vad}
         return Transcript(self.phrases.pop(0), audio.seconds, "en", 0.1)
 
 
@@ -136,6 +145,22 @@ def test_each_phrase_is_transcribed_once_with_the_transcript_so_far_as_context()
     # Each phrase's audio (with its padding) once: no phrase was sent twice, the trailing silence not at all.
     assert sum(n for n, _ in stt.calls) < len(audio)
     assert ans.feed(tone(500), SAMPLE_RATE).transcript == partials[-1]  # after the end, nothing changes
+
+
+def test_the_end_of_turn_costs_only_the_silence_the_last_phrase_was_decoded_at_its_pause() -> None:
+    stt = RecordingSTT(["First phrase.", "Last phrase."])
+    ans = SpokenAnswer(stt, energy_vad, TurnConfig(end_of_turn_ms=700, pause_ms=250))
+    audio = np.concatenate([tone(900), silence(400), tone(700)])
+    ans.feed(audio)
+    assert len(stt.calls) == 1 and not ans.ended  # the last phrase is still open: nothing decoded yet
+    # 300 ms of silence: past the 250 ms pause, short of the 700 ms end. The last phrase is decoded now.
+    u = ans.feed(silence(300))
+    assert not u.ended and u.transcript == "First phrase. Last phrase." and len(stt.calls) == 2
+    u = ans.feed(silence(600))
+    # The end of the turn: the transcript as it was at the pause, and no decode at the end itself.
+    assert u.ended and u.transcript == "First phrase. Last phrase." and len(stt.calls) == 2
+    # Phrases are greedy and skip faster-whisper's own VAD pass (silero already cut them out).
+    assert stt.options == {"beam_size": 1, "vad": False}
 
 
 def test_a_48k_stereo_microphone_is_resampled_and_a_stop_before_the_silence_finishes_the_turn() -> None:
@@ -189,6 +214,25 @@ def test_a_rewritten_reply_is_spoken_from_where_it_changed() -> None:
     assert sp.feed("Why is the decoder memory bound? Consider the") == ["Why is the decoder memory bound?"]
     assert sp.feed("Why is the decoder memory bound? Think about bandwidth. ") == ["Think about bandwidth."]
     assert sp.flush() == []
+
+
+def test_a_fixed_lead_is_its_own_first_piece_as_soon_as_it_is_there() -> None:
+    sp = SentenceSplitter(leads=["Right.", "Let's stay on the question I asked."])
+    assert sp.feed("Right.") == ["Right."]  # the engine yields its acknowledgement alone, before the model
+    assert sp.feed("Right. So why does") == []
+    # The piece after the lead may end at a clause, as a first piece may.
+    assert sp.feed("Right. So why does the batch help, exa") == ["So why does the batch help,"]
+    assert sp.feed("Right. So why does the batch help, exactly? And then? ") == ["exactly? And then?"]
+    redirect = SentenceSplitter(leads=["Right.", "Let's stay on the question I asked."])
+    assert redirect.feed("Let's stay on the question I asked. Why is decode memory bound? ") == [
+        "Let's stay on the question I asked.",
+        "Why is decode memory bound?",
+    ]
+    # Only at the start of a reply, and only the whole sentence: "Right" inside a word or later is no lead.
+    later = SentenceSplitter(leads=["Right."])
+    assert later.feed("Rightly so. Right. And then") == ["Rightly so."]
+    assert later.flush() == ["Right. And then"]
+    assert SentenceSplitter(leads=["Right."]).feed("Right.ly") == []
 
 
 class RecordingTTS:
@@ -247,6 +291,111 @@ def test_stopping_the_voice_drops_the_pieces_not_yet_spoken(tmp_path: Path) -> N
     assert out[-1][0] == text  # the text is complete on the page
     assert [w for _, w in out if w is not None] == []  # nothing voiced is played after the interrupt
     assert len([e for e in log if e.startswith("tts:")]) <= 1
+
+
+def test_a_cached_lead_is_voiced_with_the_first_text_and_never_synthesized_again(tmp_path: Path) -> None:
+    log: list[str] = []
+    cache = VoiceCache(RecordingTTS(log), tmp_path / "cache", ["Right.", "Fair enough."])
+    assert cache.warm() == 2 and log == ["tts:Right.", "tts:Fair enough."]
+    assert VoiceCache(RecordingTTS(log), tmp_path / "cache", ["Right."]).warm() == 1
+    assert len(log) == 2  # already on disk: not synthesized again
+    log.clear()
+    gate = threading.Event()
+    updates = ["Right.", "Right. Why does", "Right. Why does paging help, then?"]
+
+    def reply() -> Iterator[str]:
+        for text in updates:
+            yield text
+            gate.set()
+
+    out = list(voice_pieces(reply(), RecordingTTS(log, gate), tmp_path / "r1", cache=cache))
+    assert out[0] == ("Right.", tmp_path / "r1" / "piece-000.wav")  # with the very first text
+    assert out[0][1].read_bytes() == cache.get("Right.").read_bytes()  # type: ignore[union-attr]
+    assert log == ["tts:Why does paging help, then?"]  # only the model's sentence was synthesized
+    assert [w.name for _, w in out if w is not None] == ["piece-000.wav", "piece-001.wav"]
+    # A second reply gets its own copy (the page plays a new file), from the same cache.
+    again = list(voice_pieces(iter(["Right."]), RecordingTTS(log), tmp_path / "r2", cache=cache))
+    assert again == [("Right.", tmp_path / "r2" / "piece-000.wav")]
+
+
+def test_a_cached_piece_behind_one_being_synthesized_keeps_its_place(tmp_path: Path) -> None:
+    log: list[str] = []
+    cache = VoiceCache(RecordingTTS(log), tmp_path / "cache", ["Fair enough."])
+    cache.warm()
+    gate = threading.Event()
+    text = "Why is the first sentence slow to voice? Fair enough. "
+
+    def reply() -> Iterator[str]:
+        yield text
+        yield text  # the first piece is still being synthesized: the cached one must wait its turn
+        gate.set()
+
+    tts = RecordingTTS(log, gate)
+    wavs = [w for _, w in voice_pieces(reply(), tts, tmp_path / "r", cache=cache) if w is not None]
+    assert [w.name for w in wavs] == ["piece-000.wav", "piece-001.wav"]
+    assert wavs[1].read_bytes() == cache.get("Fair enough.").read_bytes()  # type: ignore[union-attr]
+
+
+def test_read_ahead_reads_the_latest_transcript_and_drops_the_superseded() -> None:
+    gate, seen = threading.Event(), []
+
+    def read(text: str) -> None:
+        seen.append(text)
+        gate.wait(10)
+
+    ahead = ReadAhead(read)
+    ahead.submit("one")
+    while not seen:
+        threading.Event().wait(0.01)
+    ahead.submit("one two")  # replaced by the next before the first read is over
+    ahead.submit("one two three")
+    gate.set()
+    assert ahead.wait_idle(10)
+    assert seen == ["one", "one two three"] and ahead.done == seen
+    ahead.submit("boom")  # nothing is read after close
+    ahead.close()
+
+
+def test_an_answer_read_ahead_is_not_read_again_when_it_is_sent(fixture_bank: Any, tmp_path: Path) -> None:
+    from interviewer.listen import Listener, lexical_coverage
+    from interviewer.session import Interview, Ports
+    from interviewer.store import SessionStore
+
+    reads: list[str] = []
+    gate = threading.Event()
+
+    def coverage(text: str, points: Any, question: str) -> list[float]:
+        reads.append(text)
+        gate.wait(10)  # a slow reading (the sentence model on a busy machine)
+        return lexical_coverage(text, points, question)
+
+    listener = Listener(coverage=coverage)
+    it = Interview.start(
+        Ports(bank=fixture_bank, store=SessionStore(tmp_path / "s.db"), listener=listener),
+        ["phone-screen"],
+        per_round=1,
+    )
+    it.advance_all()
+    q, level = it.question, it.level
+    assert q is not None
+    answer = "The serial part bounds the speedup, so with five percent serial work it stays below twenty."
+    ahead = ReadAhead(lambda t: it.listen(q, level, it.validate_answer(t)))
+    ahead.submit(answer)
+    while not reads:
+        threading.Event().wait(0.01)
+    sent = threading.Thread(target=it.submit, args=(answer,), kwargs={"mode": "spoken"})
+    sent.start()  # sent while the same reading is still being made: it waits for that one
+    threading.Event().wait(0.2)
+    gate.set()
+    sent.join(10)
+    assert ahead.wait_idle(10) and not sent.is_alive()
+    per_read = len(q.why_chain) + 1  # one coverage call per why-step and one for the main question
+    assert len(reads) == per_read, reads  # the answer was read once, not twice
+    answered = [e.payload for e in it.ports.store.events(it.session_id) if e.kind == "answered"]
+    heard = it.listen(q, level, answer)  # the same reading, from memory
+    assert heard is not None and answered[-1]["listen"]["kind"] == heard[0].kind
+    assert len(reads) == per_read
+    ahead.close()
 
 
 def test_a_voice_failure_keeps_the_text(tmp_path: Path) -> None:
@@ -460,6 +609,9 @@ def test_the_page_streams_the_transcript_ends_the_turn_and_voices_the_reply(
     assert len(shown) >= 3 and all(b.startswith(a) for a, b in itertools.pairwise(shown))
     assert word_error_rate(" ".join(ANSWER), shown[-1]) < 0.25, shown[-1]
     assert spoken is not None and spoken["transcript"] == shown[-1] and spoken["seconds"] > 5
+    # The engine read the transcript as it grew: the answer about to be sent is read already.
+    assert listening is not None and listening.ahead.wait_idle(60)
+    assert listening.ahead.done and listening.ahead.done[-1] == shown[-1]
     # After the end, the microphone is ignored until the answer is sent.
     assert app.listen((16_000, pcm[:4000]), shown[-1], sid, owner, turns, True)[2] == turns
     outs = list(app.send_if_auto(True, shown[-1], sid, owner, spoken, True, None))
@@ -469,6 +621,30 @@ def test_the_page_streams_the_transcript_ends_the_turn_and_voices_the_reply(
     events = app.rt.store.events(sid)
     answered = [e.payload for e in events if e.kind == "answered"]
     assert answered[-1]["mode"] == "spoken" and answered[-1]["text"] == shown[-1]
+
+
+@pytest.mark.slow
+def test_opening_the_microphone_voices_the_fixed_leads_ahead(app: Any) -> None:
+    from interviewer.listen import SPOKEN_LEADS
+
+    assert app._leads is None  # nothing is synthesized before the microphone is first used
+    app._warm_listening()  # what mic_start runs in the background
+    cache = app._leads
+    assert cache is not None and cache.phrases == SPOKEN_LEADS
+    deadline = threading.Event()
+    for _ in range(600):  # warmed on its own thread
+        if all(cache.get(p) is not None for p in SPOKEN_LEADS):
+            break
+        deadline.wait(0.1)
+    import wave
+
+    def seconds(path: Path) -> float:
+        with wave.open(str(path)) as w:
+            return w.getnframes() / w.getframerate()
+
+    wavs = [cache.get(p) for p in SPOKEN_LEADS]
+    assert all(w is not None and seconds(w) > 0.2 for w in wavs)
+    assert len({w.read_bytes() for w in wavs if w is not None}) == len(SPOKEN_LEADS)
 
 
 def test_the_page_handler_never_waits_for_a_transcription() -> None:

@@ -52,6 +52,14 @@ def _shown(chat: Chat) -> Chat:
     return [{**m, "content": inert_markdown(m["content"])} if m["role"] == "user" else m for m in chat]
 
 
+def _quietly_warm(cache: Any) -> None:
+    """Voice the fixed leads ahead; a failure only means each is synthesized when it is said."""
+    try:
+        cache.warm()
+    except Exception as e:
+        log.info("the interviewer's fixed leads could not be voiced ahead: %s", e)
+
+
 @dataclasses.dataclass
 class _Listening:
     """An answer being spoken into the streaming microphone, and the text typed before it."""
@@ -60,6 +68,12 @@ class _Listening:
     prefix: str
     interrupted: bool = False  # the candidate's voice stopped the interviewer's
     ended: bool = False  # the end of this turn was shown to the page (which sends it)
+    ahead: Any = None  # interviewer.speech_stream.ReadAhead: the engine reads the transcript as it grows
+
+    def close(self) -> None:
+        self.answer.close()
+        if self.ahead is not None:
+            self.ahead.close()
 
 
 # The interviewer's voice arrives a sentence at a time: the page queues the pieces and plays them in order;
@@ -116,6 +130,7 @@ class App:
         self._spoken: dict[str, _Listening] = {}
         self._voice_stop: dict[str, threading.Event] = {}
         self._vad: Any = None
+        self._leads: Any = None  # interviewer.speech_stream.VoiceCache of the fixed leads, made on first use
 
     # helpers -------------------------------------------------------------------------------------
     def _owner(self, token: str | None, request: gr.Request | None) -> str:
@@ -314,7 +329,7 @@ class App:
             sid or "", None
         )  # a spoken answer being sent: the microphone starts a new one
         if sent is not None:
-            sent.answer.close()
+            sent.close()
         mode, extra = "typed", None
         if spoken and spoken.get("transcript"):
             # Spoken if the text sent is (an edit of) the transcript; the audio's length goes in the log.
@@ -361,11 +376,34 @@ class App:
         out = self.rt.settings.data_dir / "audio" / f"{it.session_id}-{len(it.messages())}"
         try:
             yield from voice_pieces(
-                it.advance(), get_tts(self.rt.settings), out, stop=stop, on_error=errors.append
+                it.advance(),
+                get_tts(self.rt.settings),
+                out,
+                stop=stop,
+                on_error=errors.append,
+                cache=self._leads,  # voiced ahead once the microphone was first opened (None before)
             )
         finally:
             if errors:
                 gr.Warning(f"The interviewer's voice is unavailable: {errors[0]}")
+
+    def _lead_voices(self) -> Any:
+        """The fixed leads ("Right.", "Let's stay on the question I asked.") voiced once, in the background.
+
+        Started when the microphone opens, not with a reply: the candidate then talks for a while, whereas a
+        reply's own voice would queue behind the warm-up (piper speaks one text at a time).
+        """
+        from interviewer.listen import SPOKEN_LEADS
+        from interviewer.speech import get_tts
+        from interviewer.speech_stream import VoiceCache
+
+        if self._leads is None:
+            cache_dir = self.rt.settings.data_dir / "audio" / "leads"
+            self._leads = VoiceCache(get_tts(self.rt.settings), cache_dir, SPOKEN_LEADS)
+            threading.Thread(
+                target=_quietly_warm, args=(self._leads,), name="warm-leads", daemon=True
+            ).start()
+        return self._leads
 
     def stop_voice(self, sid: str | None) -> None:
         """The candidate interrupts the interviewer: no more of the reply is voiced (the page stops playing)."""
@@ -393,6 +431,7 @@ class App:
                 load()
         except InterviewerError as e:
             log.info("speech recognition could not load: %s", e)
+        self._lead_voices()  # the reply to this answer may open with one of them
 
     def send_if_auto(
         self,
@@ -496,6 +535,7 @@ class App:
             listening = self._spoken[sid] = self._start_listening(typed, sid, owner, request)
         if listening.answer.error is not None:
             self._spoken.pop(sid, None)
+            listening.close()
             gr.Warning(f"Live transcription is unavailable: {listening.answer.error}")
             return nothing
         rate, samples = chunk
@@ -508,7 +548,7 @@ class App:
             voice = None
         if update.ended and not update.transcript:  # only noise: listen afresh
             self._spoken.pop(sid, None)
-            listening.answer.close()
+            listening.close()
         if not (update.grew or update.ended) or not update.transcript:
             return gr.update(), gr.update(), turns, voice
         spoken = {"transcript": update.transcript, "seconds": round(listening.answer.seconds, 2)}
@@ -523,7 +563,7 @@ class App:
         if listening is None or listening.ended:
             return gr.update(), gr.update(), turns  # no answer, or it ended and went out already
         transcript = listening.answer.finish()
-        listening.answer.close()
+        listening.close()
         if not transcript:
             return gr.update(), gr.update(), turns
         spoken = {"transcript": transcript, "seconds": round(listening.answer.seconds, 2)}
@@ -536,6 +576,7 @@ class App:
         from interviewer.speech import get_stt
         from interviewer.speech_stream import (
             BackgroundAnswer,
+            ReadAhead,
             SileroVAD,
             SpokenAnswer,
             TurnConfig,
@@ -545,9 +586,24 @@ class App:
         who = self._owner(owner, request)
         prefix = f"{typed.rstrip()} " if typed and typed.strip() else ""
 
+        reader: list[Interview] = []
+
+        def read_ahead(transcript: str) -> None:
+            # The engine's reading of the answer so far (memoised by the listener): when the turn ends on
+            # this transcript, the follow-up starts without reading it again.
+            if not reader:
+                reader.append(planner.resume_session(self.rt, who, sid, read_only=True))
+            it = reader[0]
+            q = it.question
+            if q is not None and it.awaiting == "candidate":
+                it.listen(q, it.level, it.validate_answer(prefix + transcript))
+
+        ahead = ReadAhead(read_ahead)
+
         def prefill(transcript: str) -> None:
             # Whole phrases are final, so the trailing space lets the prefill keep their last word.
             self.typing(prefix + transcript + " ", sid, owner, request)
+            ahead.submit(transcript)
 
         def make() -> SpokenAnswer:
             if self._vad is None:
@@ -564,7 +620,7 @@ class App:
                 on_partial=prefill,
             )
 
-        return _Listening(BackgroundAnswer(make), prefix)
+        return _Listening(BackgroundAnswer(make), prefix, ahead=ahead)
 
     def run_tests(self, code: str, sid: str | None, owner: str | None, request: gr.Request) -> str:
         """Run the open coding question's hidden tests in the sandbox; the verdict is stored with the turn."""
