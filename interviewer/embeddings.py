@@ -26,6 +26,7 @@ from chromadb.api.types import Embeddings as ChromaEmbeddings
 from langchain_core.embeddings import Embeddings as _LCEmbeddings
 
 from interviewer.errors import EmbeddedModelError
+from interviewer.native import native_call
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -117,6 +118,7 @@ class MiniLMEmbedder:
     def loaded(self) -> bool:
         return self._model is not None
 
+    @native_call()  # loading runs native code too: not at exit on a worker thread
     def _load(self) -> SentenceTransformer:
         model_dir = self._model_dir or _package_model_dir()
         weights = model_dir / "model.safetensors"
@@ -163,13 +165,14 @@ class MiniLMEmbedder:
         with self._lock:
             if self._model is None:
                 self._model = self._load()
-            vectors = self._model.encode(
-                list(texts),
-                batch_size=self._batch_size,
-                convert_to_numpy=True,
-                normalize_embeddings=True,
-                show_progress_bar=False,
-            )
+            with native_call():
+                vectors = self._model.encode(
+                    list(texts),
+                    batch_size=self._batch_size,
+                    convert_to_numpy=True,
+                    normalize_embeddings=True,
+                    show_progress_bar=False,
+                )
         return _normalise(vectors)
 
     def embed_tokens(self, texts: list[str]) -> list[tuple[list[str], np.ndarray]]:
@@ -184,13 +187,14 @@ class MiniLMEmbedder:
             if self._model is None:
                 self._model = self._load()
             model = self._model
-            outputs = model.encode(
-                list(texts),
-                batch_size=self._batch_size,
-                output_value="token_embeddings",
-                convert_to_numpy=False,
-                show_progress_bar=False,
-            )
+            with native_call():
+                outputs = model.encode(
+                    list(texts),
+                    batch_size=self._batch_size,
+                    output_value="token_embeddings",
+                    convert_to_numpy=False,
+                    show_progress_bar=False,
+                )
             tokenizer = model.tokenizer
             special = set(tokenizer.all_special_tokens)
             result: list[tuple[list[str], np.ndarray]] = []

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 import numpy as np
 
 from interviewer.errors import AudioInputError, InputError, SpeechError
+from interviewer.native import native_call
 
 if TYPE_CHECKING:
     import httpx
@@ -427,6 +428,7 @@ class WhisperSTT:
 
         return load_settings().data_dir / "models"
 
+    @native_call()  # loading runs native code too: not at exit on a worker thread
     def _load(self) -> WhisperModel:
         if self._model is None:
             try:
@@ -472,17 +474,18 @@ class WhisperSTT:
         with self._lock:
             model = self._load()
             start = time.perf_counter()
-            segments, info = model.transcribe(
-                audio.samples,
-                language="en",
-                initial_prompt=_prompt(context),
-                beam_size=beam_size or self._beam_size,
-                vad_filter=self._vad if vad is None else vad,
-                # Each 30 s window is prompted with the question, not the previous window: a misheard phrase
-                # then cannot repeat itself through the rest of a long answer.
-                condition_on_previous_text=False,
-            )
-            parts = [s.text.strip() for s in segments if not _is_noise(s)]
+            with native_call():  # the segments are decoded as they are read
+                segments, info = model.transcribe(
+                    audio.samples,
+                    language="en",
+                    initial_prompt=_prompt(context),
+                    beam_size=beam_size or self._beam_size,
+                    vad_filter=self._vad if vad is None else vad,
+                    # Each 30 s window is prompted with the question, not the previous window: a misheard
+                    # phrase then cannot repeat itself through the rest of a long answer.
+                    condition_on_previous_text=False,
+                )
+                parts = [s.text.strip() for s in segments if not _is_noise(s)]
             elapsed = time.perf_counter() - start
         text = " ".join(p for p in parts if p)
         if not text:
@@ -561,6 +564,7 @@ class PiperTTS:
     def loaded(self) -> bool:
         return self._voice is not None
 
+    @native_call()  # loading runs native code too: not at exit on a worker thread
     def _load(self) -> PiperVoice:
         if self._voice is None:
             try:
@@ -607,7 +611,8 @@ class PiperTTS:
                         noise_scale=self._noise[0],
                         noise_w_scale=self._noise[1],
                     )
-                    voice.synthesize_wav(spoken, w, syn_config=cfg)
+                    with native_call():
+                        voice.synthesize_wav(spoken, w, syn_config=cfg)
             os.replace(tmp, out)
         except (RuntimeError, ValueError, OSError) as e:
             raise SpeechError(f"piper could not speak that text: {e}") from e

@@ -34,6 +34,7 @@ from typing import Any, Literal, Protocol
 import numpy as np
 
 from interviewer.errors import AudioInputError, InputError, SpeechError
+from interviewer.native import native_call
 from interviewer.speech import SAMPLE_RATE, Audio, TextToSpeech, Transcript, _package_dir, _verify
 
 __all__ = [
@@ -84,6 +85,7 @@ class SileroVAD:
     def loaded(self) -> bool:
         return self._base is not None
 
+    @native_call()  # loading runs native code too: not at exit on a worker thread
     def load(self) -> None:
         """Verify and load the model now instead of on the first window."""
         with self._lock:
@@ -116,7 +118,7 @@ class SileroVAD:
         import torch
 
         def probability(window: np.ndarray) -> float:
-            with torch.no_grad():
+            with native_call(), torch.no_grad():
                 return float(wrapper(torch.from_numpy(np.ascontiguousarray(window, np.float32)), SAMPLE_RATE))
 
         return probability
