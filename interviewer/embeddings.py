@@ -158,6 +158,7 @@ class MiniLMEmbedder:
             if self._model is None:
                 self._model = self._load()
 
+    @native_call()  # the encode and the normalisation (NumPy releases the GIL too)
     def embed(self, texts: list[str]) -> np.ndarray:
         """Embed ``texts`` into an ``(n, 384)`` float32 array of unit rows."""
         if not texts:
@@ -165,16 +166,16 @@ class MiniLMEmbedder:
         with self._lock:
             if self._model is None:
                 self._model = self._load()
-            with native_call():
-                vectors = self._model.encode(
-                    list(texts),
-                    batch_size=self._batch_size,
-                    convert_to_numpy=True,
-                    normalize_embeddings=True,
-                    show_progress_bar=False,
-                )
+            vectors = self._model.encode(
+                list(texts),
+                batch_size=self._batch_size,
+                convert_to_numpy=True,
+                normalize_embeddings=True,
+                show_progress_bar=False,
+            )
         return _normalise(vectors)
 
+    @native_call()
     def embed_tokens(self, texts: list[str]) -> list[tuple[list[str], np.ndarray]]:
         """Contextual word-piece vectors per text (unit rows, special tokens dropped), for token alignment.
 
@@ -187,14 +188,13 @@ class MiniLMEmbedder:
             if self._model is None:
                 self._model = self._load()
             model = self._model
-            with native_call():
-                outputs = model.encode(
-                    list(texts),
-                    batch_size=self._batch_size,
-                    output_value="token_embeddings",
-                    convert_to_numpy=False,
-                    show_progress_bar=False,
-                )
+            outputs = model.encode(
+                list(texts),
+                batch_size=self._batch_size,
+                output_value="token_embeddings",
+                convert_to_numpy=False,
+                show_progress_bar=False,
+            )
             tokenizer = model.tokenizer
             special = set(tokenizer.all_special_tokens)
             result: list[tuple[list[str], np.ndarray]] = []

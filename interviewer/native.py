@@ -3,10 +3,12 @@
 At exit CPython ends every daemon thread that tries to take the GIL back, by unwinding it with
 ``pthread_exit``. A worker thread coming back from torch, CTranslate2 or onnxruntime at that moment unwinds
 through C++ frames that must not be unwound, and the whole process aborts ("terminate called without an active
-exception", exit status 134) after a clean run: the app on Ctrl-C, a test run after every test passed. So each
-such call runs inside :func:`native_call`. At exit, :func:`drain` (an atexit hook) waits a bounded time for the
-calls in flight to finish and parks every worker thread that would start a new one: a parked thread waits on a
-lock without the GIL, and the process ends around it.
+exception", exit status 134) after a clean run: the app on Ctrl-C, a test run after every test passed. NumPy's
+loops release the GIL too, so the guarded unit is the whole step a worker thread runs (embedding with its
+normalisation, scoring an answer, reading a microphone chunk), not only the model call inside it: each runs
+inside :func:`native_call`. At exit, :func:`drain` (an atexit hook) waits a bounded time for the steps in
+flight to finish and parks every worker thread that would start a new one: a parked thread waits on a lock
+without the GIL, and the process ends around it.
 """
 
 from __future__ import annotations
@@ -21,19 +23,24 @@ DRAIN_SECONDS = 30.0  # the longest call in flight at exit that is waited for (a
 _cv = threading.Condition()
 _in_flight = 0
 _closing = False
+_local = threading.local()  # this thread's depth of nested native calls
 
 
 @contextmanager
 def native_call() -> Iterator[None]:
-    """Run a native model call; after :func:`drain` began, worker threads wait here for the process to end."""
+    """Run native work (a model call, or a whole scoring or transcribing step that makes several); after
+    :func:`drain` began, a worker thread outside any native call waits here for the process to end."""
     global _in_flight
+    depth = getattr(_local, "depth", 0)
     with _cv:
-        if _closing and threading.current_thread() is not threading.main_thread():
+        if _closing and depth == 0 and threading.current_thread() is not threading.main_thread():
             _cv.wait_for(lambda: False)  # parked for good: the interpreter is finalizing
         _in_flight += 1
+    _local.depth = depth + 1
     try:
         yield
     finally:
+        _local.depth = depth
         with _cv:
             _in_flight -= 1
             _cv.notify_all()

@@ -518,6 +518,15 @@ class Interview:
         plan = last.meta.get("plan")
         return plan if isinstance(plan, dict) else None
 
+    def leaks(self, text: str) -> bool:
+        """Whether ``text`` shares wording with the current question's private rubric (the check the engine
+        runs on a model's follow-up before keeping it): the voice asks it of each piece it would speak early."""
+        q = self.question
+        if q is None:
+            return False
+        said = [t.text for t in self.state.turns if t.qid == q.id and t.role == "candidate"]
+        return listen.leak(text, q, said) is not None
+
     def hints_used(self, qid: str) -> int:
         """Graded hints given on a question (each costs points in scoring)."""
         return len(hinted_levels(self.state.turns, qid))

@@ -356,6 +356,7 @@ class SpokenAnswer:
         """Audio received so far."""
         return len(self._audio) / SAMPLE_RATE
 
+    @native_call()  # resampling, the detector and Whisper, on the answer's worker thread
     def feed(self, samples: np.ndarray, rate: int = SAMPLE_RATE) -> Update:
         """Add a microphone chunk (int16 or float, mono or (samples, channels)) and act on what it holds."""
         import time
@@ -601,6 +602,7 @@ class SentenceSplitter:
         self._min_first = min_first_words
         self._leads = sorted({" ".join(t.split()) for t in leads if _has_words(t)}, key=len, reverse=True)
         self._said = 0  # characters of the text already handed out
+        self.starts: list[int] = []  # where each piece of the last ``feed`` began in the text
         self._pieces = 0
         self._led = False  # the first piece was a lead
         self._last = ""
@@ -617,15 +619,18 @@ class SentenceSplitter:
             self._said = min(self._said, common)
         self._last = text
         pieces: list[str] = []
+        self.starts = []
         while True:
             rest = text[self._said :]
             cut = self._next_cut(rest)
             if cut is None:
                 return pieces
             piece = rest[:cut].strip()
+            start = self._said
             self._said += cut
             if _has_words(piece):
                 pieces.append(piece)
+                self.starts.append(start)
                 self._pieces += 1
 
     def flush(self) -> list[str]:
@@ -712,6 +717,7 @@ def voice_pieces(
     splitter: SentenceSplitter | None = None,
     on_error: Callable[[Exception], None] | None = None,
     cache: VoiceCache | None = None,
+    vet: Callable[[str], bool] | None = None,
 ) -> Iterator[tuple[str, Path | None]]:
     """Speak a reply while it streams: yields ``(reply so far, WAV of the next piece or None)``.
 
@@ -723,6 +729,11 @@ def voice_pieces(
     ``stop`` (the candidate started speaking, or pressed stop) drops the pieces not yet voiced; the text still
     streams to the end. A piece the voice cannot speak is skipped and reported once to ``on_error`` (on the
     caller's thread).
+
+    ``vet`` (a piece -> may it be spoken before the reply is complete?) guards the model's text, which the engine
+    checks only once the question is whole: the first piece ``vet`` refuses, and everything after it, waits
+    for the finished reply, and is then spoken from the reply the engine kept (its own text, or the authored
+    follow-up that replaced it). A cached piece is authored wording and is not vetted.
     """
     stop = stop or threading.Event()
     if splitter is None:
@@ -790,14 +801,31 @@ def voice_pieces(
                 return got
         return None
 
+    held: int | None = None  # where the text stopped being spoken early (a piece ``vet`` refused)
+    streamed = ""
     try:
         for text in replies:
-            if not stop.is_set():
-                for piece in splitter.feed(text):
+            if not stop.is_set() and held is None:
+                for piece, start in zip(splitter.feed(text), splitter.starts, strict=True):
+                    if vet is not None and (cache is None or cache.get(piece) is None) and not vet(piece):
+                        held = start  # the refused piece's start: nothing from here is spoken until the end
+                        streamed = text
+                        break
                     put(piece)
             yield text, ready(block=False)
         if not stop.is_set():
-            for piece in splitter.flush():
+            if held is None:
+                tail = splitter.flush()
+            else:  # speak the finished reply from the refused piece on (or from where it was rewritten)
+                same = 0
+                for a, b in zip(streamed[:held], text, strict=False):
+                    if a != b:
+                        break
+                    same += 1
+                keep = same if same == held else text.rfind(" ", 0, same) + 1  # a word's start
+                rest = SentenceSplitter(min_first_words=10**6)
+                tail = [*rest.feed(text[keep:]), *rest.flush()]
+            for piece in tail:
                 put(piece)
         todo.put(None)
         while pending and not stop.is_set():

@@ -677,3 +677,64 @@ def test_a_recogniser_that_cannot_load_is_reported() -> None:
 
     bg = BackgroundAnswer(make)
     assert bg.finish(5) == "" and isinstance(bg.error, SpeechError)
+
+
+def test_a_refused_piece_is_not_spoken_and_the_kept_reply_is_spoken_instead(tmp_path: Path) -> None:
+    """The model's question leaks the rubric (``vet`` refuses it); the engine then swaps in the authored
+    follow-up: the candidate hears the lead and the authored question, never the leaked one."""
+    log: list[str] = []
+    cache = VoiceCache(RecordingTTS(log), tmp_path / "cache", ["Right."])
+    cache.warm()
+    log.clear()
+    leaked = "Right. Why does the decode step stay bandwidth bound at batch one?"
+    kept = "Right. What limits a single request's token rate?"
+
+    def reply() -> Iterator[str]:
+        yield "Right."
+        toks = leaked.split(" ")
+        for i in range(2, len(toks) + 1):
+            yield " ".join(toks[:i])
+        yield kept  # the engine rejected the model's text and asked the authored follow-up
+
+    out = list(
+        voice_pieces(
+            reply(), RecordingTTS(log), tmp_path / "r", cache=cache, vet=lambda p: "bandwidth" not in p
+        )
+    )
+    assert out[-1][0] == kept
+    spoken = [e for e in log if e.startswith("tts:")]
+    assert spoken == ["tts:What limits a single request's token rate?"]  # "Right." came from the cache
+    assert len([w for _, w in out if w is not None]) == 2
+
+
+def test_a_refused_piece_the_engine_kept_is_spoken_once_the_reply_is_complete(tmp_path: Path) -> None:
+    """``vet`` is stricter than needed (the engine kept the text): it is spoken at the end, not lost."""
+    log: list[str] = []
+    text = "First question here is fine. Second one mentions bandwidth, is that all right?"
+
+    def reply() -> Iterator[str]:
+        toks = text.split(" ")
+        for i in range(1, len(toks) + 1):
+            log.append(f"token:{i}")
+            yield " ".join(toks[:i])
+
+    out = list(voice_pieces(reply(), RecordingTTS(log), tmp_path, vet=lambda p: "bandwidth" not in p))
+    spoken = [e for e in log if e.startswith("tts:")]
+    assert spoken == [
+        "tts:First question here is fine.",
+        "tts:Second one mentions bandwidth, is that all right?",
+    ]
+    assert log.index(spoken[1]) > log.index(f"token:{len(text.split(' '))}")  # only after the reply ended
+    assert out[-1][0] == text
+
+
+def test_the_interview_says_which_text_leaks_its_rubric(fixture_bank, tmp_path: Path) -> None:
+    from interviewer.session import Interview, Ports
+    from interviewer.store import SessionStore
+
+    it = Interview.start(Ports(bank=fixture_bank, store=SessionStore(tmp_path / "s.db")), ["phone-screen"])
+    it.advance_all()
+    q = it.question
+    assert q is not None
+    assert it.leaks(q.why(1).key_points[0]) or it.leaks(q.model_answer)
+    assert not it.leaks("Could you walk me through what you would measure first?")

@@ -50,6 +50,7 @@ from pydantic import ValidationError
 from interviewer.content.models import Contradiction, Criterion, FactCheck, NumericCheck, Question, Round
 from interviewer.embeddings import Embedder, default_embedder
 from interviewer.errors import InputError, ModelError
+from interviewer.native import native_call
 from interviewer.scoring.checks import run_checks
 from interviewer.scoring.claims import ContradictionHit, explained_text, find_contradictions
 from interviewer.scoring.coverage import (
@@ -161,6 +162,7 @@ class RubricScorer:
         return self._calibration
 
     # ------------------------------------------------------------------------------------------------
+    @native_call()  # embeddings and NumPy on worker threads: not while the interpreter finalizes
     def score(
         self,
         question: Question,
@@ -204,6 +206,7 @@ class RubricScorer:
             hints=list(hints),
         )
 
+    @native_call()
     def warm(self) -> None:
         """Load the sentence model and embed the bank's questions now (about 5 s), not on a candidate's answer."""
         if self._neighbours and self._neighbour_vecs is None:
@@ -212,6 +215,7 @@ class RubricScorer:
             )
         self.encoder.sentences(["warm"])
 
+    @native_call()
     def off_topic(self, question: Question, answer: str) -> str | None:
         """Why ``answer`` is not about ``question`` (None when it is), by the same rules as :meth:`score`.
 
