@@ -186,6 +186,16 @@ def _too_long(seconds: float, limit: float) -> AudioInputError:
     )
 
 
+def write_wav(path: Path, samples: np.ndarray, rate: int = SAMPLE_RATE) -> Path:
+    """Write float ``samples`` (clipped to [-1, 1]) as a 16-bit mono WAV at ``path``."""
+    with wave.open(str(path), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(rate)
+        w.writeframes((np.clip(samples, -1, 1) * 32767).astype("<i2").tobytes())
+    return path
+
+
 def load_audio(path: str | os.PathLike[str], *, max_seconds: float = DEFAULT_MAX_SECONDS) -> Audio:
     """Decode a recording to 16 kHz mono and check it is usable speech.
 

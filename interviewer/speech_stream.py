@@ -35,7 +35,15 @@ import numpy as np
 
 from interviewer.errors import AudioInputError, InputError, SpeechError
 from interviewer.native import native_call
-from interviewer.speech import SAMPLE_RATE, Audio, TextToSpeech, Transcript, _package_dir, _verify
+from interviewer.speech import (
+    SAMPLE_RATE,
+    Audio,
+    TextToSpeech,
+    Transcript,
+    _package_dir,
+    _verify,
+    write_wav,
+)
 
 __all__ = [
     "SILERO_VAD_SHA256",
@@ -249,15 +257,9 @@ class _ViaFile:
         vad: bool | None = None,
     ) -> Transcript:
         import tempfile
-        import wave
 
         with tempfile.TemporaryDirectory(prefix="phrase-") as d:
-            path = Path(d) / f"{name}.wav"
-            with wave.open(str(path), "wb") as w:
-                w.setnchannels(1)
-                w.setsampwidth(2)
-                w.setframerate(SAMPLE_RATE)
-                w.writeframes((np.clip(audio.samples, -1, 1) * 32767).astype("<i2").tobytes())
+            path = write_wav(Path(d) / f"{name}.wav", audio.samples)
             result: Transcript = self._stt.transcribe(path, context=context)
             return result
 
@@ -610,13 +612,15 @@ class SentenceSplitter:
     def feed(self, text: str) -> list[str]:
         """The pieces completed by ``text`` (the reply so far, which only grows)."""
         if not text.startswith(self._last[: self._said]):
-            # The reply was rewritten (a repaired question): speak from where the new text differs.
+            # The reply was rewritten (a repaired question, an authored follow-up in place of the model's):
+            # speak from the start of the word where the new text differs.
             common = 0
             for a, b in zip(self._last, text, strict=False):
                 if a != b:
                     break
                 common += 1
-            self._said = min(self._said, common)
+            if common < self._said:
+                self._said = text.rfind(" ", 0, common) + 1
         self._last = text
         pieces: list[str] = []
         self.starts = []
@@ -632,6 +636,10 @@ class SentenceSplitter:
                 pieces.append(piece)
                 self.starts.append(start)
                 self._pieces += 1
+
+    def rewind(self, pos: int) -> None:
+        """Take back what was handed out from ``pos`` (a piece's start) on: the next feed hands it out again."""
+        self._said = min(self._said, pos)
 
     def flush(self) -> list[str]:
         """What is left once the reply is complete."""
@@ -801,31 +809,21 @@ def voice_pieces(
                 return got
         return None
 
-    held: int | None = None  # where the text stopped being spoken early (a piece ``vet`` refused)
-    streamed = ""
+    held = False  # a piece ``vet`` refused: nothing from it on is spoken until the reply is complete
     try:
         for text in replies:
-            if not stop.is_set() and held is None:
+            if not stop.is_set() and not held:
                 for piece, start in zip(splitter.feed(text), splitter.starts, strict=True):
                     if vet is not None and (cache is None or cache.get(piece) is None) and not vet(piece):
-                        held = start  # the refused piece's start: nothing from here is spoken until the end
-                        streamed = text
+                        splitter.rewind(start)
+                        held = True
                         break
                     put(piece)
             yield text, ready(block=False)
         if not stop.is_set():
-            if held is None:
-                tail = splitter.flush()
-            else:  # speak the finished reply from the refused piece on (or from where it was rewritten)
-                same = 0
-                for a, b in zip(streamed[:held], text, strict=False):
-                    if a != b:
-                        break
-                    same += 1
-                keep = same if same == held else text.rfind(" ", 0, same) + 1  # a word's start
-                rest = SentenceSplitter(min_first_words=10**6)
-                tail = [*rest.feed(text[keep:]), *rest.flush()]
-            for piece in tail:
+            # The finished reply from where speaking stopped (the splitter's rewrite rule applies when the
+            # engine replaced the text); without a refusal the last feed already took it all.
+            for piece in [*splitter.feed(text), *splitter.flush()] if held else splitter.flush():
                 put(piece)
         todo.put(None)
         while pending and not stop.is_set():

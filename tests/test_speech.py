@@ -35,20 +35,12 @@ from interviewer.speech import (
     get_tts,
     load_audio,
     word_error_rate,
+    write_wav,
 )
 
 SENTENCES = Path(__file__).parent / "fixtures" / "speech" / "interview_sentences.json"
 ITEMS: list[dict[str, str]] = json.loads(SENTENCES.read_text())["items"][:8]
 needs_espeak = pytest.mark.skipif(shutil.which("espeak-ng") is None, reason="apt-get install espeak-ng")
-
-
-def write_wav(path: Path, samples: np.ndarray, rate: int = 16_000) -> Path:
-    with wave.open(str(path), "wb") as w:
-        w.setnchannels(1)
-        w.setsampwidth(2)
-        w.setframerate(rate)
-        w.writeframes((np.clip(samples, -1, 1) * 32767).astype("<i2").tobytes())
-    return path
 
 
 def tone(seconds: float, rate: int = 16_000, level: float = 0.3) -> np.ndarray:
