@@ -226,6 +226,8 @@ class RubricScorer:
         main = screen(answer or "").text
         if not main.strip():
             return None
+        if find_contradictions(main, list(question.contradictions)):
+            return None  # one of this question's classic wrong claims: to challenge, not to redirect
         explained, _ = explained_text(main)
         cov = score_coverage(
             self.encoder,
@@ -235,10 +237,6 @@ class RubricScorer:
             self.calibration,
             question.model_answer,
         )
-        if find_contradictions(main, list(question.contradictions)):
-            return (
-                None  # it asserts one of this question's classic wrong claims: challenge it, don't redirect
-            )
         checks = run_checks(
             main, list(question.numeric_checks), list(question.fact_checks), question.question
         )
@@ -318,9 +316,8 @@ class RubricScorer:
         notes.append(f"coverage (calibrated on human grades): {c:.2f}/4")
 
         hits = find_contradictions("\n".join(sc.text for sc in screened), contradictions or [])
-        claims_wrong = bool(
-            hits
-        )  # a rubric's classic wrong claim: about this question, whatever else it says
+        # A rubric's classic wrong claim makes the answer about this question, whatever else it says.
+        claims_wrong = bool(hits)
         merged: list[KeyPointVerdict] | None = None
         if judge_verdicts and main.strip() and key_points:
             pre = self._covered(cov, None, {h.sentence for h in hits})
