@@ -201,7 +201,7 @@ class Runtime:
             topic = getattr(scorer, "off_topic", None)  # redirect what the report will call off-topic
             warm = getattr(scorer, "warm", None)
             if warm is not None:  # the sentence model loads now, not on the first candidate's answer
-                threading.Thread(target=_quietly, args=(warm,), name="scorer-warm", daemon=True).start()
+                threading.Thread(target=warm_quietly, args=(warm,), name="scorer-warm", daemon=True).start()
             self._listener = Listener(neighbours=list(self.bank.questions.values()), topic=topic)
         return self._listener
 
@@ -282,8 +282,9 @@ class Runtime:
                 self._store.close()
 
 
-def _quietly(fn: Callable[[], object]) -> None:
-    """Run a warm-up; a failure only means the first real call pays for it (and reports it)."""
+def warm_quietly(fn: Callable[[], object]) -> None:
+    """Run a warm-up (on a background thread); a failure only means the first real call pays for it (and
+    reports it)."""
     try:
         fn()
     except Exception as e:

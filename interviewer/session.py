@@ -522,10 +522,11 @@ class Interview:
         """Whether ``text`` shares wording with the current question's private rubric (the check the engine
         runs on a model's follow-up before keeping it): the voice asks it of each piece it would speak early."""
         q = self.question
-        if q is None:
-            return False
-        said = [t.text for t in self.state.turns if t.qid == q.id and t.role == "candidate"]
-        return listen.leak(text, q, said) is not None
+        return q is not None and listen.leak(text, q, self._said(q)) is not None
+
+    def _said(self, q: Question) -> list[str]:
+        """What the candidate said on ``q`` so far, in order."""
+        return [t.text for t in self.state.turns if t.qid == q.id and t.role == "candidate"]
 
     def hints_used(self, qid: str) -> int:
         """Graded hints given on a question (each costs points in scoring)."""
@@ -603,7 +604,7 @@ class Interview:
     def _followup(self, q: Question, level: int, plan: dict[str, Any] | None = None) -> Iterator[str]:
         plan = plan or {}
         move = str(plan.get("move", "why"))
-        said = [t.text for t in self.state.turns if t.qid == q.id and t.role == "candidate"]
+        said = self._said(q)
         answer = said[-1] if said else ""
         ack = str(plan["ack"]) if plan.get("ack") else ""
         lead = f"{ack} " if ack else ""

@@ -21,7 +21,7 @@ from interviewer.content import Round
 from interviewer.errors import InputError, InterviewerError
 from interviewer.netguard import check_url, exposure_check, is_local_only
 from interviewer.owners import OwnerTokens, Resolved
-from interviewer.runtime import Runtime
+from interviewer.runtime import Runtime, warm_quietly
 from interviewer.session import Interview, replay
 from interviewer.text import inert_markdown
 
@@ -50,14 +50,6 @@ BUSY = "the interviewer is still on your last message: wait for it to finish, th
 def _shown(chat: Chat) -> Chat:
     """The chat as displayed: the candidate's markup (HTML, images, links) shows as typed and never renders."""
     return [{**m, "content": inert_markdown(m["content"])} if m["role"] == "user" else m for m in chat]
-
-
-def _quietly_warm(cache: Any) -> None:
-    """Voice the fixed leads ahead; a failure only means each is synthesized when it is said."""
-    try:
-        cache.warm()
-    except Exception as e:
-        log.info("the interviewer's fixed leads could not be voiced ahead: %s", e)
 
 
 @dataclasses.dataclass
@@ -325,9 +317,8 @@ class App:
                 return
         except InterviewerError as e:
             raise gr.Error(str(e)) from e
-        sent = self._spoken.pop(
-            sid or "", None
-        )  # a spoken answer being sent: the microphone starts a new one
+        # A spoken answer being sent: the microphone starts a new one.
+        sent = self._spoken.pop(sid or "", None)
         if sent is not None:
             sent.close()
         mode, extra = "typed", None
@@ -402,7 +393,7 @@ class App:
             cache_dir = self.rt.settings.data_dir / "audio" / "leads"
             self._leads = VoiceCache(get_tts(self.rt.settings), cache_dir, SPOKEN_LEADS)
             threading.Thread(
-                target=_quietly_warm, args=(self._leads,), name="warm-leads", daemon=True
+                target=warm_quietly, args=(self._leads.warm,), name="warm-leads", daemon=True
             ).start()
         return self._leads
 
