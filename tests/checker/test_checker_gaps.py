@@ -8,6 +8,7 @@ the sandbox tests run it the way a candidate meets it.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -317,7 +318,11 @@ def test_cubic_triplets_is_told_it_looks_cubic(sandbox: Sandbox) -> None:
     v = check("unique-triplets", TRIPLETS_CUBIC, sandbox=sandbox, prewarm=False)
     text = v.render_text()
     assert not v.passed and v.error, text
-    assert "your solution looks O(n^3)" in v.error and "the expected is O(n^2)" in v.error, text
+    # CPU time on a loaded 2-core box grew like n^3.7 once (a benchmark alongside): read as O(n^4). Either way
+    # the candidate is told it grows faster than the expected O(n^2).
+    assert re.search(r"your solution looks O\(n\^[34]\)", v.error) and "the expected is O(n^2)" in v.error, (
+        text
+    )
     # Every answer it gave was right: only the ladder's largest sizes ran out of time.
     failed = [t for t in v.tests if not t.passed]
     assert failed and failed[-1].name == "1000 numbers (needs O(n^2))", text
