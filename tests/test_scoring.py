@@ -287,3 +287,42 @@ def test_calibration_runs_end_to_end_on_a_small_csv(tmp_path: Path) -> None:
     data = json.loads(out.read_text())
     assert data["answer_model"]["features"] and data["n_questions"] == 6
     assert load_calibration(out).answer.fraction({n: 0.0 for n in data["answer_model"]["features"]}) >= 0
+
+
+def test_the_scorers_text_cache_stays_within_its_byte_budget_and_returns_the_same_vectors():
+    """A long-running app reads every answer and partial transcript: the encoder's caches must not grow
+    without bound, and evicting a text must never change what it scores as."""
+    from interviewer.scoring.coverage import TextEncoder
+
+    embedder = HashingEmbedder()
+    row = embedder.embed(["x"]).nbytes  # one sentence vector
+    enc = TextEncoder(embedder, token_bytes=200 * row, sentence_bytes=50 * row)
+    first = "the kv cache grows with sequence length and batch size"
+    want_sent = enc.sentences([first])[0].copy()
+    want_tok = enc.tokens([first])[0].vectors.copy()
+    for i in range(400):  # many distinct answers, as a cohort's read-ahead would send
+        text = (
+            f"answer {i}: decode is bound by memory bandwidth at batch {i} because weights are read per token"
+        )
+        enc.sentences([text])
+        enc.tokens([text])
+        assert enc._sent.nbytes <= 50 * row and enc._tok.nbytes <= 200 * row
+    assert len(enc._sent) <= 50
+    assert first not in enc._sent.found([first])  # evicted long ago ...
+    assert (enc.sentences([first])[0] == want_sent).all()  # ... and computed again the same
+    assert (enc.tokens([first])[0].vectors == want_tok).all()
+    # A batch larger than the budget is still answered whole (the cache just keeps its newest part).
+    many = [f"sentence number {i} about prefill" for i in range(120)]
+    assert enc.sentences(many).shape == (120, embedder.dim)
+
+
+def test_a_recently_used_text_stays_cached():
+    from interviewer.scoring.coverage import TextEncoder
+
+    embedder = HashingEmbedder()
+    row = embedder.embed(["x"]).nbytes
+    enc = TextEncoder(embedder, sentence_bytes=10 * row)
+    keep = "a key point the scorer reads with every answer"
+    for i in range(100):
+        enc.sentences([keep, f"distinct answer sentence {i}"])
+    assert keep in enc._sent.found([keep])

@@ -221,7 +221,7 @@ def compute_features(
     rows: list[Row], embedder: Embedder, progress: Progress | None = None
 ) -> tuple[np.ndarray, list[str]]:
     """Feature matrix (rows x features) with every feature :func:`answer_features` returns."""
-    enc = TextEncoder(embedder)
+    enc = TextEncoder(embedder, token_bytes=None, sentence_bytes=None)  # one pass: keep every text
     texts = sorted({t for r in rows for t in (r.answer, r.reference, r.question)})
     sentences = sorted({s for r in rows for s in split_sentences(r.answer)} - set(texts))
     step = 64

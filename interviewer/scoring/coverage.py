@@ -12,15 +12,20 @@ from __future__ import annotations
 import json
 import math
 import re
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
 from interviewer.embeddings import Embedder
 from interviewer.errors import ContentError
+
+V = TypeVar("V")
 
 CALIBRATION_PATH = Path(__file__).with_name("calibration.json")
 
@@ -126,52 +131,108 @@ def _view(tokens: list[str], vectors: np.ndarray) -> TokenView:
     return TokenView(tokens, vectors, alnum.reshape(-1), content.reshape(-1))
 
 
-class TextEncoder:
-    """Caches sentence vectors and token views of texts for one embedder (scoring re-reads the same texts)."""
+class _LRU(Generic[V]):
+    """Least-recently-used values, bounded by their total size in bytes (None: unbounded); thread-safe."""
 
-    def __init__(self, embedder: Embedder) -> None:
+    def __init__(self, max_bytes: int | None, size: Callable[[V], int]) -> None:
+        self.max_bytes = max_bytes
+        self._size = size
+        self._items: OrderedDict[str, V] = OrderedDict()
+        self._lock = threading.Lock()
+        self.nbytes = 0
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def found(self, keys: Iterable[str]) -> dict[str, V]:
+        """The cached values among ``keys`` (now the most recently used)."""
+        with self._lock:
+            out = {k: self._items[k] for k in keys if k in self._items}
+            for k in out:
+                self._items.move_to_end(k)
+            return out
+
+    def put(self, key: str, value: V) -> None:
+        with self._lock:
+            old = self._items.pop(key, None)
+            if old is not None:
+                self.nbytes -= self._size(old)
+            self._items[key] = value
+            self.nbytes += self._size(value)
+            while self.max_bytes is not None and self.nbytes > self.max_bytes and len(self._items) > 1:
+                _, dropped = self._items.popitem(last=False)
+                self.nbytes -= self._size(dropped)
+
+
+# What the scorer keeps between answers. A long-running app reads every candidate's answers (and, spoken, every
+# partial transcript: about 100 kB of token vectors each), so an unbounded cache grows with every answer.
+TOKEN_CACHE_BYTES = 64 * 2**20
+SENTENCE_CACHE_BYTES = 16 * 2**20
+
+
+class TextEncoder:
+    """Caches sentence vectors and token views of texts for one embedder (scoring re-reads the same texts).
+
+    The caches are least-recently-used and bounded in bytes (``None``: unbounded, for a one-off calibration).
+    """
+
+    def __init__(
+        self,
+        embedder: Embedder,
+        *,
+        token_bytes: int | None = TOKEN_CACHE_BYTES,
+        sentence_bytes: int | None = SENTENCE_CACHE_BYTES,
+    ) -> None:
         self.embedder = embedder
-        self._sent: dict[str, np.ndarray] = {}
-        self._tok: dict[str, TokenView] = {}
+        self._sent: _LRU[np.ndarray] = _LRU(sentence_bytes, lambda v: int(v.nbytes))
+        self._tok: _LRU[TokenView] = _LRU(token_bytes, lambda v: int(v.vectors.nbytes))
 
     def sentences(self, texts: list[str]) -> np.ndarray:
         """Unit sentence vectors for ``texts`` (cached)."""
-        todo = sorted({t for t in texts if t not in self._sent})
-        if todo:
-            for t, v in zip(todo, self.embedder.embed(todo), strict=True):
-                self._sent[t] = v
         if not texts:
             return np.zeros((0, self.embedder.dim), dtype=np.float32)
-        return np.stack([self._sent[t] for t in texts])
+        have = self._sent.found(texts)
+        todo = sorted(set(texts) - have.keys())
+        if todo:
+            for t, v in zip(todo, self.embedder.embed(todo), strict=True):
+                self._sent.put(t, v)
+                have[t] = v
+        return np.stack([have[t] for t in texts])
 
     def tokens(self, texts: list[str]) -> list[TokenView]:
         """Token views for ``texts`` (cached); word vectors from ``embed`` when the embedder has no tokens."""
-        todo = sorted({t for t in texts if t not in self._tok})
+        have = self._tok.found(texts)
+        todo = sorted(set(texts) - have.keys())
         if todo:
-            if isinstance(self.embedder, TokenEmbedder):
-                pieces = {t: _chunks(t) for t in todo}
-                flat = sorted({c for cs in pieces.values() for c in cs})
-                got = dict(zip(flat, self.embedder.embed_tokens(flat), strict=True))
-                for t in todo:
-                    toks: list[str] = []
-                    vecs: list[np.ndarray] = []
-                    for c in pieces[t]:
-                        toks.extend(got[c][0])
-                        vecs.append(got[c][1])
-                    matrix = np.concatenate(vecs) if vecs else np.zeros((0, self.embedder.dim), np.float32)
-                    self._tok[t] = _view(toks, matrix)
-            else:
-                per_text = {t: words(t) for t in todo}
-                vocab = sorted({w for ws in per_text.values() for w in ws})
-                vectors = dict(zip(vocab, self.sentences(vocab), strict=True)) if vocab else {}
-                for t, ws in per_text.items():
-                    matrix = (
-                        np.stack([vectors[w] for w in ws])
-                        if ws
-                        else np.zeros((0, self.embedder.dim), np.float32)
-                    )
-                    self._tok[t] = _view(ws, matrix)
-        return [self._tok[t] for t in texts]
+            for t, view in self._compute_tokens(todo).items():
+                self._tok.put(t, view)
+                have[t] = view
+        return [have[t] for t in texts]
+
+    def _compute_tokens(self, todo: list[str]) -> dict[str, TokenView]:
+        out: dict[str, TokenView] = {}
+        if isinstance(self.embedder, TokenEmbedder):
+            pieces = {t: _chunks(t) for t in todo}
+            flat = sorted({c for cs in pieces.values() for c in cs})
+            got = dict(zip(flat, self.embedder.embed_tokens(flat), strict=True))
+            for t in todo:
+                toks: list[str] = []
+                vecs: list[np.ndarray] = []
+                for c in pieces[t]:
+                    toks.extend(got[c][0])
+                    vecs.append(got[c][1])
+                matrix = np.concatenate(vecs) if vecs else np.zeros((0, self.embedder.dim), np.float32)
+                out[t] = _view(toks, matrix)
+        else:
+            per_text = {t: words(t) for t in todo}
+            vocab = sorted({w for ws in per_text.values() for w in ws})
+            vectors = dict(zip(vocab, self.sentences(vocab), strict=True)) if vocab else {}
+            for t, ws in per_text.items():
+                matrix = (
+                    np.stack([vectors[w] for w in ws]) if ws else np.zeros((0, self.embedder.dim), np.float32)
+                )
+                out[t] = _view(ws, matrix)
+        return out
 
 
 def _align(
