@@ -76,9 +76,13 @@ def start_interview(rt: Runtime, owner: str) -> Interview:
 
 
 def type_answer(it: Interview, port: ChatPort, answer: str) -> None:
+    """Type ``answer``: the page offers the text so far every few words, and the whole text as it stands once
+    the last word is typed (an input event fires on every edit). Prefill cuts at the last space, so what the
+    server holds before Send is everything but the last word: the tail Send pays for is that word + the suffix."""
     words = answer.split()
-    for n in range(CHUNK_WORDS, len(words) + 1, CHUNK_WORDS):
-        it.prefill(" ".join(words[:n]) + " ")
+    offers = [" ".join(words[:n]) + " " for n in range(CHUNK_WORDS, len(words), CHUNK_WORDS)] + [answer]
+    for text in offers:
+        it.prefill(text)
         if port.prefiller is not None:
             port.prefiller.wait_idle(60)
 
@@ -134,7 +138,8 @@ def main() -> int:
             type_answer(it, port, answer)
             q, level = it.question, it.level
             assert q is not None
-            cached = it.prefill_messages(answer + " ") or []
+            # The bare server caches exactly what the app's last prefill sent, so both read the same tail.
+            cached = it.prefill_messages(answer) or []
             pre.append(first_token_after_send(it, answer))
             final = it.followup_messages(q, level + 1)
             finish_followup(it)
