@@ -227,6 +227,28 @@ def test_the_timer_tick_only_reads_a_paused_session(tmp_path):
     rt.close()
 
 
+def test_typing_keeps_open_interviews_for_the_most_recent_sessions_only(tmp_path, monkeypatch):
+    import ui.app as ui_app
+
+    monkeypatch.setattr(ui_app, "_TYPING_KEPT", 3)
+    rt = Runtime(load_settings(content_dir=FIXTURE_CONTENT, data_dir=tmp_path))
+    rt.set_model(
+        ChatPort(ScriptedChatModel(), name="s"), ModelChoice("http://127.0.0.1:1/v1", "s", "s", False)
+    )
+    rt.settings = rt.settings.model_copy(update={"retrieval": False})
+    app = ui_app.App(rt)
+    me = app.owners.issue()
+    sids = []
+    for _ in range(5):
+        *_, last = app.start("phone-screen", 1, False, me)
+        sids.append(last[1])
+        app.typing("Batching shares the weight read across ", last[1], me, None)
+    assert list(app._typing) == sids[-3:]  # the oldest two were let go
+    app.typing("Batching shares the weight read across ", sids[0], me, None)  # a let-go session reopens
+    assert list(app._typing) == [*sids[-2:], sids[0]]
+    rt.close()
+
+
 def test_the_view_after_end_round_redraws_from_the_store_and_writes_nothing(tmp_path):
     from ui.app import App
 

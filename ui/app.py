@@ -8,6 +8,7 @@ import logging
 import secrets
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -93,6 +94,7 @@ _VOICE_STOP_JS = """(...args) => {
 }"""
 
 
+_TYPING_KEPT = 256  # sessions whose open interview typing events reuse
 REPORT_TTL_SECONDS = 900  # a report download link works this long, then the file is gone
 MAX_UPLOAD = "10mb"  # resumes and recordings; Gradio refuses bigger uploads before they reach a handler
 NO_MODEL_SWITCH = (
@@ -116,8 +118,9 @@ class App:
         )
         self._locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
-        # sid -> (owner, events seen, interview): typing events reuse the open interview while nothing moved
-        self._typing: dict[str, tuple[str, int, Interview]] = {}
+        # sid -> (owner, events seen, interview): typing events reuse the open interview while nothing moved;
+        # the most recent _TYPING_KEPT sessions only (a long-running server sees many)
+        self._typing: OrderedDict[str, tuple[str, int, Interview]] = OrderedDict()
         # sid -> the answer being spoken into the streaming microphone; sid -> stops the interviewer's voice
         self._spoken: dict[str, _Listening] = {}
         self._voice_stop: dict[str, threading.Event] = {}
@@ -471,6 +474,9 @@ class App:
             else:
                 it = self._open(sid, owner)
                 self._typing[sid] = (owner, seen, it)
+                self._typing.move_to_end(sid)
+                while len(self._typing) > _TYPING_KEPT:
+                    self._typing.popitem(last=False)
             it.prefill(answer)
         except InterviewerError as e:
             log.debug("prefill skipped: %s", e)
