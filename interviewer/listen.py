@@ -485,8 +485,25 @@ _PUSH_LEAD = "You've reasoned that through; let's push it further."
 _REDIRECT_LEAD = "Let's stay on the question I asked."
 _EXPAND = "Could you say a bit more: what's your reasoning there?"
 _ENCOURAGE = "That's fine. What would your best guess be, and why?"
+# Spoken only, before a model-written why that has no acknowledgement: a human interviewer bridges into the
+# next question out loud rather than leave seconds of silence while it forms (on a laptop the model needs
+# 1.5-3 s to write one). Neutral on purpose: no praise for an answer that may be weak or wrong.
+_BRIDGES = (
+    "Let me dig into that a little.",
+    "I want to follow up on that.",
+    "Let's take that one step further.",
+    "Let me ask about your reasoning there.",
+)
 # Fixed sentences the interviewer opens a reply with: the voice synthesizes them once, ahead of time (#13).
-SPOKEN_LEADS: tuple[str, ...] = (*_ACKS, _DEEPEN_ACK, _PUSH_LEAD, _REDIRECT_LEAD, _EXPAND, _ENCOURAGE)
+SPOKEN_LEADS: tuple[str, ...] = (
+    *_ACKS,
+    _DEEPEN_ACK,
+    _PUSH_LEAD,
+    _REDIRECT_LEAD,
+    _EXPAND,
+    _ENCOURAGE,
+    *_BRIDGES,
+)
 
 
 def acknowledgement(reading: Reading, answer: str, level: int) -> str | None:
@@ -516,8 +533,26 @@ def _after(q: Question, level: int, reading: Reading, done: Done) -> tuple[Move,
     return "next", PUSH_LEVEL + 1
 
 
-def choose(q: Question, level: int, reading: Reading, done: Done, answer: str, asked: str = "") -> Plan:
-    """The move after an answer at ``level``, from its :class:`Reading` and what was already done."""
+def bridge(answer: str) -> str:
+    """The spoken lead into a model-written why after an answer that earned no acknowledgement."""
+    return _BRIDGES[zlib.crc32(answer.encode("utf-8")) % len(_BRIDGES)]
+
+
+def choose(
+    q: Question,
+    level: int,
+    reading: Reading,
+    done: Done,
+    answer: str,
+    asked: str = "",
+    *,
+    spoken: bool = False,
+) -> Plan:
+    """The move after an answer at ``level``, from its :class:`Reading` and what was already done.
+
+    With ``spoken`` (the answer was spoken), a model-written why always opens with a fixed lead (an
+    acknowledgement, or else a neutral :func:`bridge`), which the voice has ready before the model starts.
+    """
     last = asked if level > 0 and asked else q.question  # the opening carries a header; re-ask plainly
     if reading.kind == "asks_back":
         return Plan("clarify", level, answer_clarification(q, answer[:1000]))
@@ -543,6 +578,8 @@ def choose(q: Question, level: int, reading: Reading, done: Done, answer: str, a
         push = q.push[0]
         lead = _PUSH_LEAD if reading.kind != "answer" else None
         return Plan("push", nxt, push.ask, ack=lead, meta={"push": 0, "push_kind": push.kind})
+    if move == "why" and ack is None and spoken:
+        ack = bridge(answer)
     return Plan(move, nxt, None, ack=ack if move != "next" else None)
 
 

@@ -812,7 +812,7 @@ class Interview:
         payload.update(extra or {})
         level = self.state.level
         # Read the answer before anything is asked (offline and cheap: no model call, no latency added).
-        heard = self.listen(q, level, answer)
+        heard = self.listen(q, level, answer, spoken=mode == "spoken")
         if heard is None:
             self.ports.store.append(self.session_id, "answered", payload, ts=now)
             self.state.turns.append(Turn("candidate", answer, q.id, level, payload))
@@ -845,7 +845,9 @@ class Interview:
             self.state.idx += 1
             self.state.level = 0  # the question is scored in advance(), once the next one is on screen
 
-    def listen(self, q: Question, level: int, answer: str) -> tuple[listen.Reading, listen.Plan] | None:
+    def listen(
+        self, q: Question, level: int, answer: str, *, spoken: bool = False
+    ) -> tuple[listen.Reading, listen.Plan] | None:
         """Read ``answer`` (given at ``level``) against the rubric and choose the interviewer's next move.
 
         None when the ports have no listener (the authored two whys follow whatever was said).
@@ -858,7 +860,7 @@ class Interview:
         )
         reading = self.ports.listener.read(q, level, answer, asked)
         done = listen.done_from([(t.role, t.level, t.meta) for t in turns])
-        return reading, listen.choose(q, level, reading, done, answer, asked)
+        return reading, listen.choose(q, level, reading, done, answer, asked, spoken=spoken)
 
     def reply(self, text: str, mode: str = "typed") -> Iterator[str]:
         """Submit an answer and stream the interviewer's next message."""

@@ -318,6 +318,42 @@ def test_a_natural_turn_acknowledges_a_fair_answer_in_one_clause(tmp_path):
     )
 
 
+def test_a_spoken_why_always_opens_with_a_fixed_lead_the_voice_has_ready(tmp_path):
+    """Spoken, a model-written why opens with a fixed lead yielded before the model starts; typed, it does not."""
+    from interviewer.listen import SPOKEN_LEADS, bridge
+
+    thin = "Throughput goes up with batching."
+    for mode, expect_lead in (("spoken", True), ("typed", False)):
+        model = ScriptedChatModel().queue("When do the requests in your batch actually arrive?")
+        it = interview(tmp_path / mode, model=model)
+        it.submit(thin, mode=mode)
+        shown = list(it.advance())
+        question = "When do the requests in your batch actually arrive?"
+        if expect_lead:
+            assert shown[0] == bridge(thin) and shown[0] in SPOKEN_LEADS  # before any model text
+            assert shown[-1] == f"{bridge(thin)} {question}"
+            assert last_asked(it)["source"] == "model" and last_asked(it)["move"] == "why"
+        else:
+            assert shown[-1] == question
+    # A fair spoken answer keeps its acknowledgement; the bridge is only for answers without one.
+    model = ScriptedChatModel().queue("When do the requests in your batch actually arrive?")
+    it = interview(tmp_path / "fair", model=model)
+    it.submit(SOLID_MAIN, mode="spoken")
+    ack = it.advance_all().partition(". ")[0] + "."
+    assert ack in SPOKEN_LEADS and ack != bridge(SOLID_MAIN)
+
+
+def test_a_spoken_wrong_claim_or_off_topic_answer_gets_no_bridge():
+    q = batching()
+    listener = Listener()
+    wrong = "batching reduces latency for all requests, full stop, it is always true."
+    plan = choose(q, 0, listener.read(q, 0, wrong), Done(), wrong, spoken=True)
+    assert plan.move == "challenge" and plan.ack is None
+    off = "We tracked everything in Jira tickets and held daily standups during two-week sprints."
+    plan = choose(q, 0, listener.read(q, 0, off), Done(), off, spoken=True)
+    assert plan.move == "redirect" and plan.ack is None
+
+
 # -- no leaks -----------------------------------------------------------------------------------------
 
 
