@@ -26,6 +26,7 @@ import statistics
 import sys
 import tempfile
 import time
+import wave
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +70,18 @@ POOL = [
     "Speculative decoding drafts a few tokens with a small model and checks them in one pass of the big one.",
     "Prefill is compute bound because every prompt token is processed at once, unlike decode.",
 ]
+# Questions the pool's sentences answer (in part): the turns get the model-written why-follow-ups the target is
+# about. ``--drawn`` draws a question per rep instead, as before (most such answers were redirected as off-topic).
+ON_TOPIC = [
+    "inference.batching.throughput-vs-latency",
+    "inference.batching.decode-bandwidth-bound",
+    "inference.batching.continuous-batching",
+    "inference.decode.kv-cache-no-q-cache",
+    "inference.attention.paged-attention",
+    "inference.kv-cache.sizing",
+    "inference.decode.speculative-decoding",
+    "inference.quant.int4-weight-only",
+]
 REPO = Path(__file__).resolve().parents[1]
 CHUNK_S = 0.25
 PAUSE_S = 0.35
@@ -104,8 +117,12 @@ def one_turn(
     args: argparse.Namespace,
 ) -> dict[str, Any]:
     audio, speech_end, _ = answer_audio(tts, work, rep, args.seconds)
-    # The same question per rep in every run (seeded), so configurations compare on the same turns.
-    it = Interview.start(rt.ports(f"bench-{rep}"), ["inference-deep-dive"], per_round=1, seed=rep)
+    # The same question per rep in every run (listed, or seeded with --drawn), so configurations compare on the
+    # same turns.
+    ids = None if args.drawn else [ON_TOPIC[rep % len(ON_TOPIC)]]
+    it = Interview.start(
+        rt.ports(f"bench-{rep}"), ["inference-deep-dive"], per_round=1, seed=rep, question_ids=ids
+    )
     it.advance_all()
     port = rt.model()
     if port.prefiller is not None:
@@ -117,7 +134,10 @@ def one_turn(
     ahead = None
     if not args.no_read_ahead:
         level = it.level
-        ahead = ReadAhead(lambda t: it.listen(q, level, it.validate_answer(t)))
+        if args.no_speculate:
+            ahead = ReadAhead(lambda t: it.listen(q, level, it.validate_answer(t)))
+        else:  # as the page does: read and start the follow-up at each pause; speech again drops it
+            ahead = ReadAhead(lambda t: it.speculate(t) if t else it.cancel_speculation())
 
     def partial(t: str) -> None:
         it.prefill(t + " ")
@@ -130,6 +150,7 @@ def one_turn(
         TurnConfig(end_of_turn_ms=args.end_of_turn_ms, whisper_vad=args.whisper_vad),
         context=q.question,
         on_partial=partial,
+        on_resume=(lambda: ahead.submit("")) if ahead is not None and not args.no_speculate else None,
     )
     step = int(CHUNK_S * SAMPLE_RATE)
     pcm = (audio * 32767).astype(np.int16)
@@ -152,6 +173,7 @@ def one_turn(
     if ahead is not None:
         ahead.close()
     first_text = first_audio = piece_done = model_audio = None
+    lead_s = 0.0
     first_piece: list[str] = []
     leads = cache.phrases if cache is not None else ()
     # The same cut as voice_pieces makes: when was the first piece complete, and which WAV is which piece?
@@ -171,6 +193,9 @@ def one_turn(
         if wav is not None:
             if first_audio is None:
                 first_audio = now  # the rest of the reply streams on; later pieces play after this one
+                if pieces and pieces[0] in leads:
+                    with wave.open(str(wav)) as w:  # the lead plays this long before the question can
+                        lead_s = w.getnframes() / w.getframerate()
             if wavs >= len(pieces):  # voiced after the text was complete: the reply's last piece
                 pieces += splitter.flush()
                 if piece_done is None:  # the reply was one piece: complete when its text was
@@ -192,6 +217,10 @@ def one_turn(
         "first_text": (first_text or nan) - read_at,
         "first_audio": (first_audio or nan) - spoke_until,
         "model_audio": (model_audio or nan) - spoke_until,
+        # silence between the end of the lead's audio and the question's audio being ready (0: none)
+        "gap": max(0.0, model_audio - first_audio - lead_s)
+        if lead_s and model_audio and first_audio
+        else nan,
         "stt_rtf": ans.stt_seconds / audio_s,
         "vad_ms_per_s": 1000 * ans.vad_seconds / audio_s,
         "audio_s": audio_s,
@@ -331,8 +360,16 @@ def main() -> int:
     ap.add_argument(
         "--no-cache", action="store_true", help="synthesize the fixed leads on demand (as before)"
     )
+    ap.add_argument(
+        "--no-speculate", action="store_true", help="read ahead only; do not start the follow-up at pauses"
+    )
     ap.add_argument("--no-read-ahead", action="store_true", help="read the answer only once it is sent")
     ap.add_argument("--whisper-vad", action="store_true", help="faster-whisper's VAD on each phrase too")
+    ap.add_argument(
+        "--drawn",
+        action="store_true",
+        help="draw an inference question per rep (seeded) instead of one the spoken answer is about",
+    )
     ap.add_argument(
         "--before", action="store_true", help="all three of the above: the path before #13's tuning"
     )
@@ -354,7 +391,7 @@ def main() -> int:
         compare_whisper(stt, vad, tts, Path(tempfile.mkdtemp(prefix="bench-whisper-options-")))
         return 0
     if args.before:
-        args.no_cache = args.no_read_ahead = args.whisper_vad = True
+        args.no_cache = args.no_read_ahead = args.whisper_vad = args.no_speculate = True
 
     data = Path(tempfile.mkdtemp(prefix="bench-speech-stream-"))
     settings = load_settings(
@@ -406,6 +443,7 @@ def main() -> int:
     print("|---|---|")
     print(f"| end of speech -> first audio of the interviewer's voice (s) | {med('first_audio')} |")
     print(f"| end of speech -> first audio past a fixed acknowledgement (s) | {med('model_audio')} |")
+    print(f"| silence after a lead before the question is ready to play (s) | {med('gap')} |")
     print(f"| end of speech -> end of turn detected (s) | {med('end_of_turn')} |")
     print(f"| end of turn -> the answer read (submit) (s) | {med('read')} |")
     print(f"| answer read -> first follow-up text (s) | {med('first_text')} |")
@@ -414,6 +452,7 @@ def main() -> int:
     print(f"| first piece complete -> its audio ready (s) | {med('piece_to_audio')} |")
     print(f"| Whisper tiny.en real-time factor, streamed phrases | {med('stt_rtf')} |")
     print(f"| silero VAD cost per second of audio (ms) | {med('vad_ms_per_s')} |")
+    print(f"speculation: {getattr(port, 'speculation_stats', None)}")
     print(f"load average at end: {os.getloadavg()[0]:.1f}")
     rt.close()
     return 0

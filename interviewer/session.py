@@ -150,6 +150,13 @@ def _content_words(text: str) -> set[str]:
 
 
 MAX_FOLLOWUP_CHARS = 320
+
+
+def followup_read(reply: str) -> bool:
+    """Whether a model's reply so far holds all of it the engine reads: one question (or far too much)."""
+    return "?" in reply or len(reply) > MAX_FOLLOWUP_CHARS * 2
+
+
 _THIRD_PERSON = re.compile(r"\bthe candidate('s)?\b", re.I)  # talks about the candidate, not to them
 _ANSWER_MARK = "\x00ANSWER\x00"  # where the candidate's answer goes; never in real text
 _PROMPT_TAGS = re.compile(
@@ -638,7 +645,7 @@ class Interview:
                         meta["first_token_s"] = round(time.perf_counter() - started, 3)
                     buf += chunk
                     yield lead + buf
-                    if "?" in buf or len(buf) > MAX_FOLLOWUP_CHARS * 2:
+                    if followup_read(buf):
                         break  # one question is all we want; closing the stream stops generation
                 meta["model"] = self.ports.model.name
                 meta["total_s"] = round(time.perf_counter() - started, 3)
@@ -690,11 +697,15 @@ class Interview:
         self._references[q.id] = reference
         return reference
 
-    def followup_messages(self, q: Question, level: int, *, upcoming: bool = False) -> list[BaseMessage]:
+    def followup_messages(
+        self, q: Question, level: int, *, upcoming: bool = False, answer: str | None = None
+    ) -> list[BaseMessage]:
         """The prompt for a why-follow-up: a stable prefix per question (cache-friendly), then the answers.
 
         With ``upcoming``, the prompt of the follow-up that will come after the candidate's next answer, cut
         just before that answer: sent ahead so the server's prompt cache holds everything but the answer.
+        With ``answer`` (as :meth:`validate_answer` returns it), the whole prompt that will follow that
+        answer, the very one built once it is submitted: a follow-up generated ahead (:meth:`speculate`).
         """
         step = q.why(level)
         reference = self._reference(q)
@@ -712,14 +723,20 @@ class Interview:
         def said(t: Turn) -> str:
             return _defang(t.text) if t.role == "candidate" else t.text
 
-        past = turns if upcoming else turns[:-1]
+        ahead = upcoming or answer is not None  # the answer is not among the turns yet
+        past = turns if ahead else turns[:-1]
         history_lines = [
             f"{'Interviewer' if t.role == 'interviewer' else 'Candidate'}: {said(t)}" for t in past
         ]
-        answer = said(turns[-1]) if turns and turns[-1].role == "candidate" and not upcoming else _ANSWER_MARK
+        if answer is not None and not upcoming:
+            text = _defang(answer)
+        elif turns and turns[-1].role == "candidate" and not ahead:
+            text = said(turns[-1])
+        else:
+            text = _ANSWER_MARK
         human = prompts.render(
             "followup",
-            answer=answer,
+            answer=text,
             history="\n".join(history_lines) or "(nothing yet)",
             level=str(level),
             target=step.target,
@@ -755,6 +772,44 @@ class Interview:
             return False
         send(self.session_id, messages)
         return True
+
+    def speculate(self, partial: str, *, spoken: bool = True) -> bool:
+        """Start the follow-up to ``partial`` now, as if the candidate had just submitted it (#13).
+
+        Called at each pause of a spoken answer: the transcript is then usually the final one, so when the
+        turn ends on it the model port hands out the reply it started here instead of sending a new request.
+        ``partial`` is read as :meth:`submit` reads it (the listener remembers the reading); when the move is
+        a model-written why, the prompt :meth:`_followup` will send is built and handed to the port's
+        ``speculate`` (which prefills it when it cannot start it now); otherwise (authored text, no listener,
+        a port that does not speculate) the prompt so far is prefilled. True when a speculation runs.
+        An optimisation: it raises no interview error.
+        """
+        try:
+            q = self.question
+            if q is None or self.state.awaiting != "candidate":
+                return False
+            answer = self.validate_answer(partial)
+            heard = self.listen(q, self.state.level, answer, spoken=spoken)
+            start = getattr(self.ports.model, "speculate", None)
+            if heard is not None and start is not None and heard[1].move in ("why", "deepen"):
+                messages = self.followup_messages(q, heard[1].level, answer=answer)
+                return bool(start(self.session_id, messages, until=followup_read))
+            self.cancel_speculation()  # whatever was generated ahead answers other text
+            self.prefill(partial + " ")
+        except InputError:
+            self.cancel_speculation()  # nothing that could be sent: nothing to answer ahead
+        except InterviewerError as e:  # an optimisation only (a bug still raises, for the tests to see)
+            log.debug("speculation failed: %s", e)
+        return False
+
+    def cancel_speculation(self) -> None:
+        """Drop the follow-up generated ahead (the candidate speaks again): the server stops generating it."""
+        cancel = getattr(self.ports.model, "cancel_speculation", None)
+        if cancel is not None:
+            try:
+                cancel(self.session_id)
+            except Exception as e:
+                log.debug("cancelling the speculation failed: %s", e)
 
     def _prefetch_next_followup(self, q: Question, level: int) -> None:
         """While the candidate answers, let the server cache the next follow-up's prompt (all but the answer)."""

@@ -164,12 +164,17 @@ class TurnConfig:
 class TurnEvent:
     """``kind`` happened at sample ``at`` (16 kHz): where speech started, or where the silence began."""
 
-    kind: Literal["start", "pause", "end"]
+    kind: Literal["start", "pause", "resume", "end"]
     at: int
 
 
 class TurnDetector:
-    """Speech probabilities per window in, turn events out: pure logic, one instance per answer."""
+    """Speech probabilities per window in, turn events out: pure logic, one instance per answer.
+
+    Events: ``start`` (once, the first speech), ``pause`` (a silence long enough to close a phrase),
+    ``resume`` (speech again after a pause: what was prepared for the transcript at the pause is moot) and
+    ``end`` (once, the silence that ends the turn).
+    """
 
     def __init__(self, config: TurnConfig | None = None, *, window: int = WINDOW) -> None:
         self.config = config or TurnConfig()
@@ -201,10 +206,13 @@ class TurnDetector:
                 # Speech long enough to count (a click or a breath is not): any silence so far is over.
                 self._silence_start = None
                 if not self.speaking:
+                    after_pause = self._paused
                     self.speaking, self._paused = True, False
                     if not self.started:
                         self.started = True
                         return TurnEvent("start", self._run_start)
+                    if after_pause:
+                        return TurnEvent("resume", self._run_start)
             return None
         if probability >= th - _HYSTERESIS and self.speaking:
             return None  # uncertain: stay in speech
@@ -318,6 +326,8 @@ class SpokenAnswer:
         config: pause and end-of-turn timing.
         context: the question, Whisper's prompt for technical terms.
         on_partial: called with the transcript each time it grows (the prefill hook); never raises into here.
+        on_resume: called when the candidate speaks again after a phrase was closed (and handed to
+            ``on_partial``): what was prepared for that transcript is moot. Never raises into here.
     """
 
     def __init__(
@@ -328,6 +338,7 @@ class SpokenAnswer:
         *,
         context: str | None = None,
         on_partial: Callable[[str], None] | None = None,
+        on_resume: Callable[[], None] | None = None,
     ) -> None:
         self.detector = TurnDetector(config)
         self.config = self.detector.config
@@ -335,6 +346,8 @@ class SpokenAnswer:
         self._vad = vad
         self._context = context
         self._on_partial = on_partial
+        self._on_resume = on_resume
+        self._handed = False  # a phrase went to ``on_partial`` and no speech came after it yet
         self._resampler: _Resampler | None = None
         self._audio = np.zeros(0, np.float32)
         self._probs: list[float] = []
@@ -380,8 +393,9 @@ class SpokenAnswer:
                     self._phrase_open = True
                     self._cut_long_phrase()
                 continue
-            if event.kind == "start":
+            if event.kind in ("start", "resume"):
                 self._phrase_open = True
+                self._resumed()
             else:  # a pause closes the phrase; the end of the turn closes the last one
                 self._close_phrase(event.at)
         return Update(self.transcript, self.detector.speaking, self.ended, len(self.parts) != before)
@@ -400,6 +414,16 @@ class SpokenAnswer:
         detector.position = self._vad_pos  # events stay in this answer's sample positions
         self.detector = detector
 
+    def _resumed(self) -> None:
+        if not self._handed:
+            return
+        self._handed = False
+        if self._on_resume is not None:
+            try:
+                self._on_resume()
+            except Exception as e:  # the hook is an optimisation (speculation): never lose the answer to it
+                log.debug("resume hook failed: %s", e)
+
     def _cut_long_phrase(self) -> None:
         limit = int(self.config.max_phrase_seconds * SAMPLE_RATE)
         if self._vad_pos - self._done < limit:
@@ -410,6 +434,7 @@ class SpokenAnswer:
         quietest = len(self._probs) - len(tail) + int(np.argmin(tail))
         self._close_phrase(quietest * WINDOW + WINDOW // 2, pad=False)
         self._phrase_open = True
+        self._resumed()  # cut while the candidate speaks on: the transcript handed out is not the last
 
     def _close_phrase(self, silence_at: int, *, pad: bool = True) -> None:
         if not self._phrase_open:
@@ -424,6 +449,7 @@ class SpokenAnswer:
         text = self._transcribe(chunk)
         if text:
             self.parts.append(text)
+            self._handed = True
             if self._on_partial is not None:
                 try:
                     self._on_partial(self.transcript)

@@ -49,7 +49,8 @@ def test_the_turn_ends_once_after_the_silence_and_not_in_short_pauses() -> None:
     probs = [0.02] * windows(500) + speech + pause + speech + pause + speech + [0.02] * windows(3000)
     events = run(TurnDetector(TurnConfig(end_of_turn_ms=700, pause_ms=250)), probs)
     kinds = [k for k, _ in events]
-    assert kinds == ["start", "pause", "pause", "pause", "end"], events
+    # Each pause closes a phrase; speech after it is a "resume" (what was prepared at the pause is moot).
+    assert kinds == ["start", "pause", "resume", "pause", "resume", "pause", "end"], events
     last_speech = len(probs) - windows(3000) - 1
     end_at = events[-1][1]
     # The end fires in the window where 700 ms of silence have passed: not before, and not a window later.
@@ -62,6 +63,7 @@ def test_end_of_turn_is_configurable_and_a_longer_pause_is_not_an_end_below_it()
     assert [k for k, _ in run(TurnDetector(TurnConfig(end_of_turn_ms=1200)), probs)] == [
         "start",
         "pause",
+        "resume",
         "pause",
         "end",
     ]
@@ -181,6 +183,65 @@ def test_a_failing_prefill_hook_never_loses_the_answer() -> None:
     ans = SpokenAnswer(RecordingSTT(["Kept."]), energy_vad, on_partial=boom)
     ans.feed(np.concatenate([tone(500), silence(1000)]), SAMPLE_RATE)
     assert ans.ended and ans.transcript == "Kept."
+
+
+def test_speech_after_a_pause_is_a_resume_and_start_stays_once_only() -> None:
+    short_gap = [0.9] * windows(600) + [0.0] * windows(150) + [0.9] * windows(600)  # under the 250 ms pause
+    probs = short_gap + [0.0] * windows(300) + [0.9] * windows(600) + [0.0] * windows(800)
+    events = run(TurnDetector(TurnConfig(end_of_turn_ms=700, pause_ms=250)), probs)
+    assert [k for k, _ in events] == ["start", "pause", "resume", "pause", "end"], events
+    # The resume is placed where the speech came back, not where it was confirmed.
+    d = TurnDetector(TurnConfig(end_of_turn_ms=700, pause_ms=250))
+    got = [e for p in probs if (e := d.push(p)) is not None]
+    assert got[2].at == len(short_gap + [0.0] * windows(300)) * WINDOW
+
+
+def test_on_resume_is_called_when_speech_follows_a_handed_out_phrase_and_never_raises() -> None:
+    log: list[str] = []
+    ans = SpokenAnswer(
+        RecordingSTT(["One.", "Two.", "Three."]),
+        energy_vad,
+        TurnConfig(end_of_turn_ms=700, pause_ms=250),
+        on_partial=lambda t: log.append(f"partial {t}"),
+        on_resume=lambda: log.append("resume"),
+    )
+    ans.feed(np.concatenate([tone(600), silence(100), tone(600)]))  # a gap too short to close a phrase
+    assert log == []
+    ans.feed(np.concatenate([silence(300), tone(600), silence(300)]))
+    assert log == ["partial One.", "resume", "partial One. Two."]
+    ans.feed(silence(600))  # the turn ends: no speech, no resume
+    assert ans.ended and log[-1] == "partial One. Two."
+
+    def boom() -> None:
+        raise RuntimeError("the speculation could not be cancelled")
+
+    kept = SpokenAnswer(RecordingSTT(["Kept.", "Too."]), energy_vad, on_resume=boom)
+    kept.feed(np.concatenate([tone(500), silence(300), tone(500), silence(1000)]), SAMPLE_RATE)
+    assert kept.ended and kept.transcript == "Kept. Too."
+
+
+def test_a_turn_continued_after_its_end_calls_on_resume_when_speech_comes_back() -> None:
+    resumed: list[int] = []
+    ans = SpokenAnswer(RecordingSTT(["One.", "Two."]), energy_vad, on_resume=lambda: resumed.append(1))
+    ans.feed(np.concatenate([tone(600), silence(900)]))
+    assert ans.ended
+    ans.continue_turn()  # without auto-send, a long silence is only a pause
+    ans.feed(np.concatenate([tone(600), silence(900)]))
+    assert resumed == [1] and ans.transcript == "One. Two."
+
+
+def test_a_long_phrase_cut_while_speaking_is_followed_by_a_resume() -> None:
+    log: list[str] = []
+    ans = SpokenAnswer(
+        RecordingSTT(["Long first part.", "And the rest."]),
+        energy_vad,
+        TurnConfig(max_phrase_seconds=2.0),
+        on_partial=lambda t: log.append("partial"),
+        on_resume=lambda: log.append("resume"),
+    )
+    ans.feed(np.concatenate([tone(2400), silence(900)]))  # one cut (where its first 1.5 s are quietest)
+    # Cut mid-speech: what was handed out is not the end of the answer, so it is taken back at once.
+    assert log == ["partial", "resume", "partial"] and ans.ended
 
 
 # ----------------------------------------------------------------------------------------------- speaking

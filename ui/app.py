@@ -587,14 +587,14 @@ class App:
         reader: list[Interview] = []
 
         def read_ahead(transcript: str) -> None:
-            # The engine's reading of the answer so far (memoised by the listener): when the turn ends on
-            # this transcript, the follow-up starts without reading it again.
+            # The engine reads the answer so far (memoised by the listener) and starts its follow-up (#13):
+            # when the turn ends on this transcript, both are done. "": the candidate speaks again.
             if not reader:
                 reader.append(planner.resume_session(self.rt, who, sid, read_only=True))
-            it = reader[0]
-            q = it.question
-            if q is not None and it.awaiting == "candidate":
-                it.listen(q, it.level, it.validate_answer(prefix + transcript))
+            if transcript:
+                reader[0].speculate(prefix + transcript)
+            else:
+                reader[0].cancel_speculation()
 
         ahead = ReadAhead(read_ahead)
 
@@ -616,6 +616,7 @@ class App:
                 TurnConfig(end_of_turn_ms=self.rt.settings.end_of_turn_ms),
                 context=q.question if q else None,
                 on_partial=prefill,
+                on_resume=lambda: ahead.submit(""),  # after the read in progress: what it started is dropped
             )
 
         return _Listening(BackgroundAnswer(make), prefix, ahead=ahead)

@@ -5,10 +5,11 @@ Everything else receives a :class:`ChatPort` (a LangChain chat model plus a name
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +22,7 @@ from langchain_openai import ChatOpenAI
 from interviewer.config import Settings
 from interviewer.errors import ModelError, ModelTimeout, ModelUnavailable
 from interviewer.llm.prefill import Prefiller
+from interviewer.llm.speculate import Signature, Speculation, SpeculationStats, signature
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +62,10 @@ def _translate(err: Exception, base_url: str) -> ModelError:
 # with slots they share one slot of their own, one more "session" in the slot LRU, so they never overwrite a
 # candidate's cached prompt.
 BACKGROUND_KEY = "background"
+_ANSWERED_KEYS = 1024  # sessions whose last real prompt is remembered (a late speculation of it is skipped)
+_KEPT_SPECULATIONS = (
+    256  # complete guesses waiting for their turn to end (an abandoned one is dropped in time)
+)
 
 
 @dataclass
@@ -76,12 +82,19 @@ class ChatPort:
     # one slot (``id_slot``), so what prefill cached for a candidate is still there when they press Send, even
     # with other candidates typing at the same time. 0: the server picks a slot (vLLM, NIM, OpenAI).
     slots: int = 0
+    # Follow-ups generated ahead at a spoken answer's pause (#13), across all sessions at once: each one is a
+    # generation the server runs while nobody waits on it yet.
+    max_speculations: int = 1
 
     def __post_init__(self) -> None:
         self._streams = 0  # replies streaming now: prefill waits for none
         self._streams_lock = threading.Lock()
         self._prefiller: Prefiller | None = None
         self._slot_of: OrderedDict[str, int] = OrderedDict()  # session key -> slot, least recent first
+        self._spec_lock = threading.Lock()
+        self._speculations: dict[str, Speculation] = {}  # session key -> the reply generated ahead
+        self._answered: OrderedDict[str, Signature] = OrderedDict()  # session key -> its last real prompt
+        self.speculation_stats = SpeculationStats()
 
     def slot(self, key: str | None) -> int | None:
         """The server slot for session ``key``: stable while the session is among the ``slots`` most recent.
@@ -110,20 +123,143 @@ class ChatPort:
             kwargs["extra_body"] = {"id_slot": slot}
         return self.model.bind(**kwargs) if kwargs else self.model
 
-    def stream(self, messages: Sequence[BaseMessage], key: str | None = None) -> Iterator[str]:
-        """The reply's text as it comes; ``key`` (a session id) pins the request to that session's slot."""
-        with self._streams_lock:
-            self._streams += 1
+    def _chunks(self, messages: Sequence[BaseMessage], key: str | None) -> Generator[str, None, None]:
+        """The reply's text chunks from the server; closing this closes the HTTP stream."""
+        chunks = self._bound(key).stream(list(messages))
         try:
-            for chunk in self._bound(key).stream(list(messages)):
+            for chunk in chunks:
                 text = chunk.content if isinstance(chunk.content, str) else ""
                 if text:
                     yield text
+        finally:
+            close = getattr(chunks, "close", None)
+            if close is not None:
+                close()
+
+    def stream(self, messages: Sequence[BaseMessage], key: str | None = None) -> Iterator[str]:
+        """The reply's text as it comes; ``key`` (a session id) pins the request to that session's slot.
+
+        When a speculation for ``key`` generates this very prompt (:meth:`speculate`), its reply is handed out
+        instead of sending the prompt again: the chunks it holds at once, then the rest as they arrive.
+        """
+        with self._streams_lock:
+            self._streams += 1  # first: a speculation asked for from now on waits for this reply to end
+        try:
+            spec = self._claim(messages, key)
+            if spec is not None:
+                given = False
+                try:
+                    for text in spec.follow():
+                        given = True
+                        yield text
+                finally:
+                    spec.cancel()  # ended, or the reader stopped early: the server stops generating
+                if spec.error is None:
+                    return
+                if given:
+                    raise spec.error
+                with self._spec_lock:
+                    self.speculation_stats.failed += 1  # it never started: ask afresh
+            with contextlib.closing(self._chunks(messages, key)) as chunks:
+                yield from chunks
         except Exception as e:  # the client's whole error zoo becomes one clear ModelError
             raise _translate(e, self.base_url) from e
         finally:
             with self._streams_lock:
                 self._streams -= 1
+
+    def _claim(self, messages: Sequence[BaseMessage], key: str | None) -> Speculation | None:
+        """The speculation for ``key`` if it generates exactly ``messages``; any other one is cancelled.
+
+        A candidate's reply comes first: other sessions' speculations still generating are cancelled too, so
+        a guess never slows down a reply someone waits on.
+        """
+        if key is None or key == BACKGROUND_KEY:
+            return None
+        sig = signature(messages)
+        drop: list[Speculation] = []
+        mine: Speculation | None = None
+        with self._spec_lock:
+            for other, guess in list(self._speculations.items()):
+                if other != key and not guess.done:
+                    drop.append(self._speculations.pop(other))
+                    self.speculation_stats.cancelled += 1
+            self._answered[key] = sig
+            self._answered.move_to_end(key)
+            while len(self._answered) > _ANSWERED_KEYS:
+                self._answered.popitem(last=False)
+            spec = self._speculations.pop(key, None)
+            if spec is not None and spec.signature == sig:
+                self.speculation_stats.used += 1
+                mine = spec
+            elif spec is not None:
+                self.speculation_stats.discarded += 1
+                drop.append(spec)
+        for guess in drop:
+            guess.cancel()
+        return mine
+
+    def speculate(
+        self, key: str, messages: Sequence[BaseMessage], *, until: Callable[[str], bool] | None = None
+    ) -> bool:
+        """Start generating the reply to ``messages`` for session ``key`` now, in the background.
+
+        A later :meth:`stream` of the same prompt for ``key`` uses it; ``until`` (the reply so far -> is that
+        all the reader will take?) ends the generation there, as the reader would. Latest wins per key (a new
+        speculation or a prefill cancels the old one). Local servers only (``warm_cache``: a paid API's tokens
+        are never spent on a guess), never while a reply streams on the port, and at most
+        ``max_speculations`` generating at once across sessions: False when nothing was started (then the
+        prompt is prefilled, unless it was answered already).
+        """
+        if not self.warm_cache:
+            return False
+        sig = signature(messages)
+        with self._spec_lock:
+            old = self._speculations.get(key)
+            if old is not None and old.signature == sig and old.error is None:
+                return True  # this very prompt is being generated already
+            if old is not None:
+                del self._speculations[key]
+                old.cancel()
+                self.speculation_stats.cancelled += 1
+            if self._answered.get(key) == sig:
+                self.speculation_stats.skipped += 1
+                return False  # this prompt was answered already (a read-ahead that came late)
+            running = sum(not s.done for s in self._speculations.values())
+            busy = self._streams > 0 or running >= self.max_speculations
+            if busy:
+                # A reply streams (the candidate waiting on it comes first), or other sessions' guesses use
+                # the budget: the server only reads the prompt, when the prefill's own rules let it.
+                self.speculation_stats.skipped += 1
+            else:
+                spec = self._speculations[key] = Speculation(key, messages, self._chunks, until=until)
+                self.speculation_stats.started += 1
+                while len(self._speculations) > _KEPT_SPECULATIONS:  # the oldest: a session gone quiet
+                    self._speculations.pop(next(iter(self._speculations))).cancel()
+                    self.speculation_stats.cancelled += 1
+        if busy:
+            if self.prefiller is not None:
+                self.prefiller.offer(key, messages)
+            return False
+        if self._prefiller is not None:
+            self._prefiller.drop(key)  # the speculation reads the same prompt: a waiting prefill is moot
+        spec.start()
+        return True
+
+    def cancel_speculation(self, key: str) -> bool:
+        """Drop the speculation for ``key`` (the candidate speaks again); True when there was one."""
+        with self._spec_lock:
+            spec = self._speculations.pop(key, None)
+            if spec is None:
+                return False
+            self.speculation_stats.cancelled += 1
+        spec.cancel()
+        return True
+
+    def speculation(self, key: str) -> Speculation | None:
+        """The speculation running or waiting for ``key`` (tests, benchmarks)."""
+        with self._spec_lock:
+            return self._speculations.get(key)
 
     @property
     def prefiller(self) -> Prefiller | None:
@@ -136,6 +272,7 @@ class ChatPort:
 
     def prefill(self, key: str, messages: Sequence[BaseMessage]) -> None:
         """Let the server read ``messages`` (the prompt so far) now; latest wins per ``key``."""
+        self.cancel_speculation(key)  # newer text: the reply generated ahead answers an older one
         pf = self.prefiller
         if pf is not None:
             pf.offer(key, messages)

@@ -67,6 +67,14 @@ class Prefiller:
             self._running.add(key)
         threading.Thread(target=self._work, args=(key,), name=f"prefill-{key[:8]}", daemon=True).start()
 
+    def drop(self, key: str) -> bool:
+        """Forget the text waiting for ``key`` (a speculative reply reads that prompt anyway); True if any."""
+        with self._lock:
+            if self._pending.pop(key, None) is None:
+                return False
+            self.stats.superseded += 1
+            return True
+
     def _work(self, key: str) -> None:
         waited = 0.0
         while True:

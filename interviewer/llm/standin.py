@@ -65,6 +65,7 @@ class Stats:
     prompts: list[list[dict[str, Any]]] = field(default_factory=list)
     slots: list[int | None] = field(default_factory=list)  # each recorded prompt's ``id_slot`` (llama.cpp)
     first_token_s: list[float] = field(default_factory=list)  # server-side, request received -> first chunk
+    disconnects: int = 0  # streams the client closed before their end (the server stopped generating)
 
 
 class StandinServer:
@@ -199,7 +200,9 @@ class StandinServer:
                     self.wfile.write(b"0\r\n\r\n")
                     self.wfile.flush()
                 except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client stopped reading (the engine closes the stream after one question)
+                    # The client stopped reading (the engine closes the stream after one question).
+                    with server._lock:
+                        server.stats.disconnects += 1
 
             def _event(self, obj: dict[str, Any]) -> None:
                 self._write(b"data: " + json.dumps(obj).encode() + b"\n\n")
