@@ -11,6 +11,7 @@ and :meth:`Interview.resume` rebuilds the state by replaying them.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import random
 import re
@@ -157,6 +158,9 @@ def followup_read(reply: str) -> bool:
     return "?" in reply or len(reply) > MAX_FOLLOWUP_CHARS * 2
 
 
+# The text typed so far ends a sentence: where prefill reads the answer ahead (a candidate ends the answer with
+# its last full stop and presses Send, so that reading is usually the one Send needs).
+_SENTENCE_END = re.compile(r"[.?!][\"')\]]*\s*$")
 _THIRD_PERSON = re.compile(r"\bthe candidate('s)?\b", re.I)  # talks about the candidate, not to them
 _ANSWER_MARK = "\x00ANSWER\x00"  # where the candidate's answer goes; never in real text
 _PROMPT_TAGS = re.compile(
@@ -364,6 +368,9 @@ class Interview:
         self.notice: str | None = None  # the last fault the candidate should know about
         self._references: dict[str, str] = {}
         self._clarify_reply: str | None = None  # a question back, answered without advancing the turn
+        # (question id, level answered, level its follow-up will ask) from the last reading of the text so far:
+        # the level prefill names in the prompt, so a deepen (which skips a level) keeps its cached prompt.
+        self._ahead: tuple[str, int, int] | None = None
 
     # construction --------------------------------------------------------------------------------
     @classmethod
@@ -760,15 +767,51 @@ class Interview:
         cut = max(text.rfind(" "), text.rfind("\n"))
         if cut <= 0:
             return None
-        system, human = self.followup_messages(q, self.state.level + 1, upcoming=True)
+        system, human = self.followup_messages(q, self._level_ahead(q), upcoming=True)
         assert isinstance(human.content, str)
         return [system, HumanMessage(content=human.content + _defang(text[:cut]))]
 
+    def _level_ahead(self, q: Question) -> int:
+        """The level the follow-up to the text so far will ask: the next one, unless the last reading of the
+        text so far skips it (a deepen: the answer already covers the next level's target)."""
+        level = self.state.level
+        if self._ahead is not None and self._ahead[:2] == (q.id, level):
+            return self._ahead[2]
+        return level + 1
+
+    def read_ahead(
+        self, partial: str, *, spoken: bool = False
+    ) -> tuple[str, tuple[listen.Reading, listen.Plan] | None] | None:
+        """Read the text so far as Send would read it (the listener memoises the reading, so Send on the same
+        text reads nothing again) and keep the level its follow-up will ask for the prefills that follow.
+
+        None when no question waits for an answer; else the answer as :meth:`validate_answer` returns it and
+        what :meth:`listen` made of it. Raises :class:`InputError` for text that could not be sent.
+        """
+        q = self.question
+        if q is None or self.state.awaiting != "candidate":
+            return None
+        answer = self.validate_answer(partial)
+        heard = self.listen(q, self.state.level, answer, spoken=spoken)
+        if heard is not None and heard[1].move in ("why", "deepen"):
+            self._ahead = (q.id, self.state.level, heard[1].level)
+        return answer, heard
+
     def prefill(self, partial: str) -> bool:
-        """Offer the prompt so far to the model port's prefill queue; False when there is nothing to send."""
+        """Offer the prompt so far to the model port's prefill queue; False when there is nothing to send.
+
+        At the end of a sentence the text so far is read first (:meth:`read_ahead`, a few tens of ms), so the
+        prompt names the level its follow-up will really ask: a deepen's prompt differs from the next level's
+        before the answer, and a wrong guess would make Send read the whole answer again.
+        """
         send = getattr(self.ports.model, "prefill", None)
-        messages = self.prefill_messages(partial) if send is not None else None
-        if send is None or messages is None:
+        if send is None:
+            return False
+        if _SENTENCE_END.search(partial):
+            with contextlib.suppress(InputError):
+                self.read_ahead(partial)
+        messages = self.prefill_messages(partial)
+        if messages is None:
             return False
         send(self.session_id, messages)
         return True
@@ -785,11 +828,11 @@ class Interview:
         An optimisation: it raises no interview error.
         """
         try:
+            read = self.read_ahead(partial, spoken=spoken)
             q = self.question
-            if q is None or self.state.awaiting != "candidate":
+            if read is None or q is None:
                 return False
-            answer = self.validate_answer(partial)
-            heard = self.listen(q, self.state.level, answer, spoken=spoken)
+            answer, heard = read
             start = getattr(self.ports.model, "speculate", None)
             if heard is not None and start is not None and heard[1].move in ("why", "deepen"):
                 messages = self.followup_messages(q, heard[1].level, answer=answer)

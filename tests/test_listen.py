@@ -14,6 +14,7 @@ from interviewer.listen import (
     Listener,
     choose,
     leak,
+    lexical_coverage,
     quotes_too_much,
 )
 from interviewer.llm.client import ChatPort
@@ -352,6 +353,72 @@ def test_a_spoken_wrong_claim_or_off_topic_answer_gets_no_bridge():
     off = "We tracked everything in Jira tickets and held daily standups during two-week sprints."
     plan = choose(q, 0, listener.read(q, 0, off), Done(), off, spoken=True)
     assert plan.move == "redirect" and plan.ack is None
+
+
+def test_typing_an_answer_that_skips_a_level_prefills_the_deeper_prompt(tmp_path):
+    """A deepen names level 2 before the answer: prefill must send that prompt, not level 1's, or Send reads the
+    whole answer again. The reading is made at a sentence's end and Send reuses it."""
+    from interviewer.config import load_settings
+    from interviewer.llm.client import build_port
+    from interviewer.llm.standin import StandinServer
+
+    main = (
+        SOLID_MAIN
+        + " That assumes requests arrive spread out over time and the scheduler waits for stragglers."
+    )
+    q = batching()
+    with StandinServer(keep_prompts=1000) as server:
+        settings = load_settings(data_dir=tmp_path, base_url=server.base_url, timeout=10.0)
+        port = build_port(settings, base_url=server.base_url, model="standin")
+        assert port.prefiller is not None
+        answers_read: list[str] = []
+
+        def coverage(answer, key_points, question):
+            answers_read.append(answer)
+            return lexical_coverage(answer, key_points, question)
+
+        listener = Listener(coverage=coverage)
+        ports = Ports(
+            bank=Bank(root=tmp_path, questions={q.id: q}),
+            store=SessionStore(tmp_path / "s.db"),
+            model=port,
+            listener=listener,
+        )
+        it = Interview.start(ports, ["inference-deep-dive"], question_ids=[q.id])
+        it.advance_all()
+        assert port.prefiller.wait_idle(10)
+        before = len(server.stats.prompts)
+        words = main.split()
+        for n in range(1, len(words) + 1):  # an input event per word; the last one without a trailing space
+            it.prefill(" ".join(words[:n]) + ("" if n == len(words) else " "))
+            assert port.prefiller.wait_idle(10)
+        ahead = [p[-1]["content"] for p in server.stats.prompts[before:]]
+        assert main in answers_read  # read ahead at the last sentence's end
+        reads = len(answers_read)
+        it.submit(main)
+        it.advance_all()
+        assert it.level == 2 and last_asked(it)["move"] == "deepen"
+        final = next(
+            p[-1]["content"]
+            for p in server.stats.prompts
+            if main + "\n</candidate_answer>" in p[-1]["content"]
+        )
+        assert f"probe: {WHY2_TARGET}" in final
+        # Before the first sentence ended, the next level was the guess; from then on, the level the reading
+        # leads to. The last prompt sent ahead is the final one but for its last word.
+        assert f"probe: {WHY1_TARGET}" in ahead[0] and f"probe: {WHY2_TARGET}" in ahead[-1]
+        assert final.startswith(ahead[-1]) and final[len(ahead[-1]) :].lstrip().startswith(words[-1])
+        assert len(answers_read) == reads, "Send read the answer again"
+        # A typed answer that stays on the next level keeps its prompt (no reading flips it).
+        it2 = Interview.start(
+            Ports(bank=ports.bank, store=ports.store, model=port, listener=Listener()),
+            ["inference-deep-dive"],
+            question_ids=[q.id],
+        )
+        it2.advance_all()
+        thin = "Batching raises throughput. The weights are read once per step for the whole batch. "
+        it2.prefill(thin)
+        assert f"probe: {WHY1_TARGET}" in it2.prefill_messages(thin)[-1].content  # type: ignore[index]
 
 
 # -- no leaks -----------------------------------------------------------------------------------------

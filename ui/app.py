@@ -599,8 +599,8 @@ class App:
         ahead = ReadAhead(read_ahead)
 
         def prefill(transcript: str) -> None:
-            # Whole phrases are final, so the trailing space lets the prefill keep their last word.
-            self.typing(prefix + transcript + " ", sid, owner, request)
+            # Queued only: the listening thread keeps up with the microphone. The read-ahead thread reads the
+            # phrase and starts the follow-up, or prefills its prompt (at the level the reading leads to).
             ahead.submit(transcript)
 
         def make() -> SpokenAnswer:
