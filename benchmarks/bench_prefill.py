@@ -13,22 +13,30 @@ next words arrive), it measures the engine's own time to the first streamed foll
 
 Then 1, 2 and 4 sessions pressing Send at the same moment (each having typed a 150-token answer with prefill).
 Prints a table; run on an idle machine for figures, and state `uptime` beside them.
+
+``--deepen``: answers that already cover the first why's target, so the listener skips to the second (a
+"deepen", whose prompt names level 2 before the answer). Times Send -> the model's first token (past the fixed
+acknowledgement) when prefill guesses the next level (``guess``: as before the reading at sentence ends) and when
+it reads the answer at its sentence ends (``read``), with the bare server reading the same tail as the latter.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import statistics
 import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from langchain_core.messages import BaseMessage
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import interviewer.session as session_mod
 from interviewer.config import load_settings
 from interviewer.llm.client import ChatPort
 from interviewer.runtime import Runtime
@@ -95,6 +103,97 @@ def bare_tail(port: ChatPort, cached: list[BaseMessage], final: list[BaseMessage
     return float("nan")
 
 
+def first_model_token_after_send(it: Interview, answer: str) -> float:
+    """Send -> the first text past the fixed acknowledgement the engine yields before the model's question
+    (the clock includes submit: the listener's reading, unless prefill made it ahead)."""
+    start = time.perf_counter()
+    it.submit(answer)
+    lead: str | None = None
+    for text in it.advance():
+        if lead is None:
+            lead = text
+            continue
+        if len(text) > len(lead):
+            return time.perf_counter() - start
+    return float("nan")
+
+
+def last_asked(it: Interview) -> dict[str, Any]:
+    return [e.payload for e in it.ports.store.events(it.session_id) if e.kind == "asked"][-1]
+
+
+def deepen_cases(rt: Runtime, n: int) -> list[tuple[str, str]]:
+    """``n`` (question id, answer) pairs whose answer the listener reads as a deepen: the question's key points
+    and its first why's key points, one sentence each."""
+    out: list[tuple[str, str]] = []
+    for q in rt.bank.questions.values():
+        if q.round != "inference-deep-dive" or len(q.why_chain) < 2 or q.coding_task:
+            continue
+        sentences = [*q.key_points, *q.why(1).key_points]
+        answer = " ".join(s.rstrip(".") + "." for s in sentences)
+        it = Interview.start(rt.ports(f"probe-{q.id}"), [q.round], question_ids=[q.id])
+        it.advance_all()
+        heard = it.listen(q, 0, answer)
+        if heard is not None and heard[1].move == "deepen":
+            out.append((q.id, answer[:1].upper() + answer[1:]))
+        if len(out) == n:
+            break
+    return out
+
+
+def deepen(rt: Runtime, port: ChatPort, reps: int) -> int:
+    assert port.prefiller is not None
+    cases = deepen_cases(rt, reps)
+    if not cases:
+        print("no question in the bank reads as a deepen with its own key points", file=sys.stderr)
+        return 1
+    guess: list[float] = []
+    read: list[float] = []
+    bare: list[float] = []
+    real_end = session_mod._SENTENCE_END
+    for i, (qid, answer) in enumerate(cases):
+        # "read" and its bare measure first: a server without a pinned slot (the bare request) picks the slot
+        # holding the most of its prompt, and the "guess" session's slot would hold the whole final prompt.
+        for label, times in (("read", read), ("guess", guess)):
+            # "guess": prefill never reads the answer ahead (no text ends a sentence), so it names the next level.
+            session_mod._SENTENCE_END = real_end if label == "read" else re.compile(r"(?!)")
+            try:
+                it = Interview.start(
+                    rt.ports(f"deepen-{label}-{i}"), ["inference-deep-dive"], question_ids=[qid]
+                )
+                it.advance_all()
+                port.prefiller.wait_idle(60)
+                type_answer(it, port, answer)
+                q = it.question
+                assert q is not None
+                cached = it.prefill_messages(answer) or []
+                times.append(first_model_token_after_send(it, answer))
+                final = it.followup_messages(q, it.level)
+                finish_followup(it)
+                asked = last_asked(it)
+                assert asked.get("move") == "deepen", (
+                    asked
+                )  # its source may be "fallback": a reply that leaked
+                port.prefiller.wait_idle(60)
+                if label == "read":
+                    bare.append(bare_tail(port, cached, final))
+            finally:
+                session_mod._SENTENCE_END = real_end
+        print(
+            f"  {qid}: guess {guess[-1]:.2f} s, read {read[-1]:.2f} s, bare {bare[-1]:.2f} s", file=sys.stderr
+        )
+    print()
+    print(f"{'deepen: Send -> first model token':<36}{'median':>10}{'min':>8}{'max':>8}")
+    for name, xs in (
+        ("prefill guesses the next level", guess),
+        ("prefill reads at sentence ends", read),
+        ("bare server, same tail as read", bare),
+    ):
+        print(f"{name:<36}{statistics.median(xs):>9.2f}s{min(xs):>7.2f}s{max(xs):>7.2f}s")
+    print(f"read / bare: {statistics.median(read) / statistics.median(bare):.2f}x ({len(cases)} questions)")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="qwen2.5-coder-1.5b", help="embedded model when no --base-url")
@@ -102,6 +201,7 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--lengths", type=int, nargs="*", default=[30, 150, 300])
     ap.add_argument("--sessions", type=int, nargs="+", default=[1, 2, 4])
+    ap.add_argument("--deepen", action="store_true", help="only the deepen comparison (see above)")
     args = ap.parse_args()
 
     data = Path(tempfile.mkdtemp(prefix="bench-prefill-"))
@@ -112,8 +212,9 @@ def main() -> int:
         retrieval=False,
         max_tokens=48,
         # The model-phrased follow-up is what prefill speeds up: the listener's authored moves (a hint, a
-        # redirect) need no model, and the background judge would compete with the timed reply.
-        listen=False,
+        # redirect) need no model, and the background judge would compete with the timed reply. A deepen is
+        # the listener's move, so --deepen keeps it.
+        listen=args.deepen,
         judge=False,
     )
     rt = Runtime(settings)
@@ -122,6 +223,10 @@ def main() -> int:
         print("prefill is off for this server (not on loopback): nothing to compare", file=sys.stderr)
         return 1
     print(f"model: {port.name}")
+    if args.deepen:
+        code = deepen(rt, port, args.reps)
+        rt.close()
+        return code
     rows: list[tuple[str, float, float, float]] = []
     for tokens in args.lengths:
         answer = answer_of(tokens)

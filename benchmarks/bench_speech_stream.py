@@ -133,16 +133,16 @@ def one_turn(
     assert q is not None
     ahead = None
     if not args.no_read_ahead:
-        level = it.level
-        if args.no_speculate:
-            ahead = ReadAhead(lambda t: it.listen(q, level, it.validate_answer(t)))
+        if args.no_speculate:  # read each phrase ahead and prefill the prompt at the level it leads to
+            ahead = ReadAhead(lambda t: it.prefill(t + " ") if t else None)
         else:  # as the page does: read and start the follow-up at each pause; speech again drops it
             ahead = ReadAhead(lambda t: it.speculate(t) if t else it.cancel_speculation())
 
     def partial(t: str) -> None:
-        it.prefill(t + " ")
-        if ahead is not None:
-            ahead.submit(t)
+        if ahead is None:
+            it.prefill(t + " ")  # on the listening thread (it reads the answer at each sentence's end)
+        else:
+            ahead.submit(t)  # queued only, as the page does: the listening thread keeps up with the audio
 
     ans = SpokenAnswer(
         stt,
