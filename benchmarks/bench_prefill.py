@@ -141,6 +141,25 @@ def deepen_cases(rt: Runtime, n: int) -> list[tuple[str, str]]:
     return out
 
 
+def read_cost(rt: Runtime, reps: int, qid: str) -> None:
+    """What prefill's reading at a sentence's end costs the typing handler: the listener on a new text."""
+    it = Interview.start(rt.ports("read-cost"), ["inference-deep-dive"], question_ids=[qid])
+    it.advance_all()
+    for i in range(3):
+        it.read_ahead(f"{answer_of(150)} Warm-up {i}.")  # the embedder is loaded and warm
+    print(f"{'reading the text so far':<36}{'median':>10}{'max':>8}")
+    for tokens in (30, 150, 300):
+        times = []
+        for rep in range(reps):
+            text = f"{answer_of(tokens, start=rep)} Case {tokens}-{rep}."  # never read before
+            start = time.perf_counter()
+            it.read_ahead(text)
+            times.append(time.perf_counter() - start)
+        print(
+            f"{f'{tokens}-token answer':<36}{statistics.median(times) * 1000:>8.0f}ms{max(times) * 1000:>6.0f}ms"
+        )
+
+
 def deepen(rt: Runtime, port: ChatPort, reps: int) -> int:
     assert port.prefiller is not None
     cases = deepen_cases(rt, reps)
@@ -191,6 +210,8 @@ def deepen(rt: Runtime, port: ChatPort, reps: int) -> int:
     ):
         print(f"{name:<36}{statistics.median(xs):>9.2f}s{min(xs):>7.2f}s{max(xs):>7.2f}s")
     print(f"read / bare: {statistics.median(read) / statistics.median(bare):.2f}x ({len(cases)} questions)")
+    print()
+    read_cost(rt, reps, cases[0][0])
     return 0
 
 
