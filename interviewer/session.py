@@ -160,6 +160,7 @@ def followup_read(reply: str) -> bool:
 
 # The text typed so far ends a sentence: where prefill reads the answer ahead (a candidate ends the answer with
 # its last full stop and presses Send, so that reading is usually the one Send needs).
+_MODEL_MOVES = ("why", "deepen")  # the moves whose question the model writes (the rest are authored text)
 _SENTENCE_END = re.compile(r"[.?!][\"')\]]*\s*$")
 _THIRD_PERSON = re.compile(r"\bthe candidate('s)?\b", re.I)  # talks about the candidate, not to them
 _ANSWER_MARK = "\x00ANSWER\x00"  # where the candidate's answer goes; never in real text
@@ -623,7 +624,7 @@ class Interview:
         ack = str(plan["ack"]) if plan.get("ack") else ""
         lead = f"{ack} " if ack else ""
         carried = {k: v for k, v in plan.items() if k not in ("next_level", "move_text", "ack")}
-        if move not in ("why", "deepen"):
+        if move not in _MODEL_MOVES:
             # Hint, invitation to guess, expand, redirect, challenge, push: authored text, decided offline.
             text = str(plan.get("move_text") or self._authored(q, level))
             meta: dict[str, Any] = {"source": "authored", **carried}
@@ -793,14 +794,14 @@ class Interview:
             return None
         answer = self.validate_answer(partial)
         heard = self.listen(q, self.state.level, answer, spoken=spoken)
-        if heard is not None and heard[1].move in ("why", "deepen"):
+        if heard is not None and heard[1].move in _MODEL_MOVES:
             self._ahead = (q.id, self.state.level, heard[1].level)
         return answer, heard
 
     def prefill(self, partial: str) -> bool:
         """Offer the prompt so far to the model port's prefill queue; False when there is nothing to send.
 
-        At the end of a sentence the text so far is read first (:meth:`read_ahead`, a few tens of ms), so the
+        At the end of a sentence the text so far is read first (:meth:`read_ahead`: 1 ms to about 0.3 s here, by length), so the
         prompt names the level its follow-up will really ask: a deepen's prompt differs from the next level's
         before the answer, and a wrong guess would make Send read the whole answer again.
         """
@@ -834,7 +835,7 @@ class Interview:
                 return False
             answer, heard = read
             start = getattr(self.ports.model, "speculate", None)
-            if heard is not None and start is not None and heard[1].move in ("why", "deepen"):
+            if heard is not None and start is not None and heard[1].move in _MODEL_MOVES:
                 messages = self.followup_messages(q, heard[1].level, answer=answer)
                 return bool(start(self.session_id, messages, until=followup_read))
             self.cancel_speculation()  # whatever was generated ahead answers other text
