@@ -149,3 +149,87 @@ def test_gpu_kernel_round_has_coding_tasks_and_concepts(bank):
     assert all((REPO / "rubrics" / "coding" / t / "task.yaml").is_file() for t in tasks)
     assert {q.difficulty for q in qs} == {1, 2, 3}
     assert all(q.knowledge[0].startswith("knowledge/gpu-kernels/") for q in qs)
+
+
+def _probe_rubric(tmp_path: Path, probe: dict) -> Path:
+    src = REPO / "rubrics" / "inference-deep-dive" / "inference.attention.flash-attention.yaml"
+    data = yaml.safe_load(src.read_text())
+    data["probes"] = [probe]
+    path = tmp_path / "inference-deep-dive" / "q.yaml"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("probe", "said"),
+    [
+        (
+            {
+                "point": "main.9",
+                "kind": "named",
+                "ask": "Which memory?",
+                "accept": ["SRAM"],
+                "reject": ["HBM"],
+            },
+            "main has 5 key points",
+        ),
+        (
+            {
+                "point": "main.0",
+                "kind": "option",
+                "ask": "Which?",
+                "options": ["a", "A "],
+                "true": "a",
+                "wrong": ["A "],
+            },
+            "distinct options",
+        ),
+        (
+            {
+                "point": "why1.0",
+                "kind": "option",
+                "ask": "Which?",
+                "options": ["a", "not stated"],
+                "true": "a",
+                "wrong": ["not stated"],
+            },
+            "implied",
+        ),
+        (
+            {
+                "point": "why2.0",
+                "kind": "option",
+                "ask": "Which?",
+                "options": ["a", "b"],
+                "true": "a",
+                "wrong": ["a"],
+            },
+            "wrong must be other options",
+        ),
+        ({"point": "main.1", "kind": "number", "ask": "How many MiB?"}, "needs a value"),
+        (
+            {
+                "point": "main.2",
+                "kind": "named",
+                "ask": "Which memory?",
+                "accept": ["SRAM"],
+                "reject": ["sram"],
+            },
+            "both accepted and rejected",
+        ),
+    ],
+)
+def test_a_malformed_reading_probe_is_refused_with_its_reason(tmp_path, probe, said):
+    with pytest.raises(ContentError, match=said):
+        load_question(_probe_rubric(tmp_path, probe))
+
+
+def test_a_well_formed_reading_probe_loads_with_its_key_point(tmp_path):
+    q = load_question(
+        _probe_rubric(
+            tmp_path,
+            {"point": "why1.1", "kind": "number", "ask": "How many MiB?", "value": 128, "unit": "MiB"},
+        )
+    )
+    assert (q.probes[0].part, q.probes[0].index, q.probes[0].value) == ("why1", 1, 128)

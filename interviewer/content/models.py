@@ -146,6 +146,69 @@ class PushStep(_Strict):
         return text
 
 
+ProbeKind = Literal["option", "number", "named"]
+_POINT = r"^(main|why1|why2)\.\d+$"
+
+
+class Probe(_Strict):
+    """A reading question about the candidate's answer, answered from their text alone in a closed set.
+
+    The rubric, not the model, decides truth: the reader reports what the answer says ("decode", 524288,
+    "SRAM" or "not stated"), and the comparison with ``true``/``value``/``accept`` says whether the key point
+    is stated, contradicted or absent. "not stated" is always an allowed answer and is never listed.
+
+    ``point`` names the key point the probe reads: ``main.<i>`` for the question's ``key_points``, ``why1.<i>``
+    and ``why2.<i>`` for the why steps' (0-based).
+    """
+
+    point: Annotated[str, Field(pattern=_POINT)]
+    kind: ProbeKind
+    ask: NonEmpty
+    # kind == "option": claims the candidate could make; ``true`` is one of them, ``wrong`` the classic mistakes.
+    options: list[NonEmpty] = Field(default_factory=list)
+    true: str | None = None
+    wrong: list[NonEmpty] = Field(default_factory=list)
+    # kind == "number": a typed slot compared with ``value`` at a relative ``tolerance``.
+    value: float | None = None
+    tolerance: float = Field(default=0.01, ge=0)
+    unit: str | None = None
+    also_accept: list[float] = Field(default_factory=list)
+    # kind == "named": names that count as the true thing, and names the classic wrong answers give.
+    accept: list[NonEmpty] = Field(default_factory=list)
+    reject: list[NonEmpty] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _complete(self) -> Probe:
+        fold = [o.strip().lower() for o in self.options]
+        if self.kind == "option":
+            if not 2 <= len(self.options) <= 5 or len(set(fold)) != len(fold):
+                raise ValueError(f"option probe '{self.ask}' needs 2-5 distinct options")
+            if any(o in {"not stated", "none", "other"} for o in fold):
+                raise ValueError(f"option probe '{self.ask}': 'not stated' is implied, never listed")
+            if self.true is None or self.true not in self.options:
+                raise ValueError(f"option probe '{self.ask}': true must be one of its options")
+            if not self.wrong or self.true in self.wrong or not set(self.wrong) <= set(self.options):
+                raise ValueError(f"option probe '{self.ask}': wrong must be other options (at least one)")
+        elif self.kind == "number":
+            if self.value is None:
+                raise ValueError(f"number probe '{self.ask}' needs a value")
+        else:
+            if not self.accept or not self.reject:
+                raise ValueError(f"named probe '{self.ask}' needs accept and reject names")
+            if {a.lower() for a in self.accept} & {r.lower() for r in self.reject}:
+                raise ValueError(f"named probe '{self.ask}': a name is both accepted and rejected")
+        return self
+
+    @property
+    def part(self) -> str:
+        """``main``, ``why1`` or ``why2``."""
+        return self.point.split(".")[0]
+
+    @property
+    def index(self) -> int:
+        return int(self.point.split(".")[1])
+
+
 class Scenario(_Strict):
     """Authored facts for clarifying questions (requirements, constraints) and what is the candidate's call."""
 
@@ -176,12 +239,23 @@ class Question(_Strict):
     knowledge: list[NonEmpty] = Field(min_length=1)
     seed_topics: list[NonEmpty] = Field(default_factory=list)
     scenario: Scenario | None = None
+    probes: list[Probe] = Field(default_factory=list)  # reading probes per key point
     coding_task: str | None = None  # id of a task under rubrics/coding/ checked by the sandbox
 
     @model_validator(mode="after")
     def _chain_order(self) -> Question:
         if [s.level for s in self.why_chain] != [1, 2]:
             raise ValueError("why_chain must list level 1 then level 2")
+        sizes = {
+            "main": len(self.key_points),
+            "why1": len(self.why_chain[0].key_points),
+            "why2": len(self.why_chain[1].key_points),
+        }
+        for p in self.probes:
+            if p.index >= sizes[p.part]:
+                raise ValueError(
+                    f"probe '{p.ask}' reads {p.point}, but {p.part} has {sizes[p.part]} key points"
+                )
         names = {c.name for c in self.criteria}
         for c in self.contradictions:
             if c.criterion is not None and c.criterion not in names:
