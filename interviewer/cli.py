@@ -654,6 +654,42 @@ def models(base_url: BaseUrl = None, api_key: ApiKey = None) -> None:
     raise typer.Exit(0 if report.ok else 1)
 
 
+@app.command()
+def doctor(
+    base_url: BaseUrl = None,
+    api_key: ApiKey = None,
+    model: ModelOpt = None,
+    data_dir: DataDir = None,
+    only: Annotated[
+        list[str] | None,
+        typer.Option("--only", help="run only this check (repeatable), e.g. --only packages"),
+    ] = None,
+) -> None:
+    """Check this install (packages vs the lock, model weights, sandbox, speech, model server, database,
+    index) and print a fix for each problem; exits 1 if any check fails."""
+    from interviewer.doctor import CHECKS, run
+
+    names = [n for n, _ in CHECKS]
+    for n in only or []:
+        if n not in names:
+            _fail(InputError(f"unknown check '{n}'; choose from: {', '.join(names)}"))
+    settings = _settings(base_url=base_url, api_key=api_key, model=model, data_dir=data_dir)
+    t = Table(show_header=True, header_style="bold", show_lines=False)
+    t.add_column("")
+    t.add_column("check")
+    t.add_column("finding")
+    marks = {"ok": "[green]ok[/green]", "fail": "[red]FAIL[/red]", "skip": "[dim]skip[/dim]"}
+    findings = run(settings, only)
+    for f in findings:
+        detail = escape(f.detail) + (f"\n[yellow]fix:[/yellow] {escape(f.fix)}" if f.fix else "")
+        t.add_row(marks[f.status], f.name, detail)
+    console.print(t)
+    failed = [f.name for f in findings if f.status == "fail"]
+    if failed:
+        err.print(f"[red]{len(failed)} check(s) failed:[/red] {', '.join(failed)}")
+    raise typer.Exit(1 if failed else 0)
+
+
 def main() -> None:
     app()
 

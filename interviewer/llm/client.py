@@ -18,7 +18,7 @@ from typing import Any
 
 import openai
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_openai import ChatOpenAI
 
 from interviewer.config import Settings
@@ -78,6 +78,15 @@ def _translate(err: Exception, base_url: str) -> ModelError:
     if isinstance(err, ModelError):
         return err
     chain = list(_causes(err))
+    broken = [e for e in chain if isinstance(e, TypeError | ImportError | AttributeError)]
+    if broken:
+        # Not the server: the client could not even send the request (a library mismatch, a bad setting);
+        # openai 2.x wraps such an error in APIConnectionError, so the whole chain is searched first.
+        return ModelClientBroken(
+            f"the model client could not send a request to {base_url} ({type(broken[0]).__name__}: "
+            f"{broken[0]}). "
+            "This is an installation problem, not the server: run `interviewer doctor` for the fix"
+        )
     if any(isinstance(e, (openai.APITimeoutError, *_TIMEOUTS)) for e in chain):
         return ModelTimeout(
             f"the model at {base_url} did not answer in time; it may be overloaded. "
@@ -108,12 +117,6 @@ def _translate(err: Exception, base_url: str) -> ModelError:
         return ModelError(
             f"the model server at {base_url} sent a reply that is not valid OpenAI-style JSON ({err}); "
             "check that it is an OpenAI-compatible server and that the URL ends in /v1"
-        )
-    if isinstance(err, TypeError | ImportError | AttributeError):
-        # Not the server: the client could not even send the request (a library mismatch, a bad setting).
-        return ModelClientBroken(
-            f"the model client could not send a request to {base_url} ({type(err).__name__}: {err}). "
-            "This is an installation problem, not the server: run `interviewer doctor` for the fix"
         )
     return ModelError(f"the model at {base_url} failed: {type(err).__name__}: {err}")
 
@@ -456,3 +459,23 @@ def test_connection(base_url: str, api_key: str | None, timeout: float = 5.0) ->
 
 
 test_connection.__test__ = False  # type: ignore[attr-defined]  # not a pytest test
+
+
+def ping(settings: Settings, base_url: str, api_key: str | None, model: str | None = None) -> str:
+    """Reach a server, list its models and ask for a few tokens: what `interviewer doctor` checks.
+
+    Raises:
+        ModelError: unreachable, no models, or the completion failed (the message says what to do).
+    """
+    models = list_models(base_url, api_key, timeout=settings.connect_timeout + 5)
+    if not models:
+        raise ModelError(f"{base_url} answers but lists no models; load one there or set INTERVIEWER_MODEL")
+    name = model or models[0]
+    if model and model not in models:
+        raise ModelError(
+            f"{base_url} does not list INTERVIEWER_MODEL={model}; it lists {', '.join(models[:5])}"
+        )
+    settings = settings.model_copy(update={"api_key": api_key, "max_tokens": 8})
+    port = build_port(settings, base_url=base_url, model=name)
+    reply = port.complete([HumanMessage("Reply with the word ready.")])
+    return f"{len(models)} model(s) listed; {name} answered a short completion ({len(reply)} chars)"
