@@ -311,10 +311,33 @@ def _alias_pattern(alias: str) -> re.Pattern[str]:
     return re.compile(rf"(?<!\w){body}(?:s|es)?(?!\w)")
 
 
+def _spans(folded: str, aliases: Iterable[str]) -> list[tuple[int, int]]:
+    return [m.span() for a in aliases if _fold(a) for m in _alias_pattern(a).finditer(folded)]
+
+
 def matches(label: str, aliases: Iterable[str]) -> bool:
     """Whether a node label names a component: any alias on word boundaries, case and punctuation folded."""
+    return bool(_spans(_fold(label), aliases))
+
+
+def components_named(label: str, question: Question) -> list[str]:
+    """The expected components a label names, in the rubric's order.
+
+    A match inside a longer match of another component does not count: "Model registry" names the registry, not
+    the model server whose alias is "model"; "Gateway / rate limiter" names both.
+    """
     folded = _fold(label)
-    return any(_alias_pattern(a).search(folded) for a in aliases if _fold(a))
+    found = {c.name: _spans(folded, c.aliases) for c in question.components}
+    found = {k: v for k, v in found.items() if v}
+
+    def covered(span: tuple[int, int], by: str) -> bool:
+        return any(s <= span[0] and span[1] <= e and (e - s) > (span[1] - span[0]) for s, e in found[by])
+
+    return [
+        name
+        for name, spans in found.items()
+        if any(not any(covered(sp, other) for other in found if other != name) for sp in spans)
+    ]
 
 
 @dataclass(frozen=True)
@@ -385,11 +408,13 @@ def compare(diagram: Diagram, question: Question) -> Review:
     questionable: list[Questionable] = []
     where: dict[str, set[str]] = {}
     matched_nodes: set[str] = set()
+    named = {
+        n.id: components_named(n.label, question) or components_named(n.id, question) for n in diagram.nodes
+    }
+    edge_named = [(e.label, components_named(e.label, question)) for e in diagram.edges if e.label]
     for comp in question.components:
-        nodes = tuple(
-            n.id for n in diagram.nodes if matches(n.label, comp.aliases) or matches(n.id, comp.aliases)
-        )
-        labels = tuple(e.label for e in diagram.edges if e.label and matches(e.label, comp.aliases))
+        nodes = tuple(n.id for n in diagram.nodes if comp.name in named[n.id])
+        labels = tuple(label for label, names in edge_named if comp.name in names)
         if nodes or labels:
             present.append(Present(comp.name, nodes, labels))
             where[comp.name] = set(nodes)
@@ -400,7 +425,8 @@ def compare(diagram: Diagram, question: Question) -> Review:
             missing.append(comp.name)
     for f in question.flows:
         src, dst = where.get(f.source), where.get(f.target)
-        if src and dst and not (_reachable(diagram, src) & dst):
+        # Either direction counts: a scorer that pulls from a store may be drawn store -> scorer or scorer -> store.
+        if src and dst and not (_reachable(diagram, src) & dst or _reachable(diagram, dst) & src):
             questionable.append(
                 Questionable("flow", component=f"{f.source} -> {f.target}", flow=(f.source, f.target))
             )

@@ -238,7 +238,7 @@ class ExpectedComponent(_Strict):
 
 
 class ExpectedFlow(_Strict):
-    """Two expected components a design should connect (directly or through other parts), ``from`` towards ``to``."""
+    """Two expected components a design should connect: a path of arrows between them, either way round."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
