@@ -559,7 +559,7 @@ def as_text(diagram: Diagram) -> str:
     lines += [f"- {n.id}: {say(n.label)}" for n in diagram.nodes]
     lines.append("arrows:")
     for e in diagram.edges:
-        arrow = "->" if e.directed else "--"
+        arrow = "\u2192" if e.directed else "\u2014"  # the fence turns ">" into a look-alike; say it plainly
         lines.append(f"- {e.source} {arrow} {e.target}" + (f" ({say(e.label)})" if e.label else ""))
     block, _, _ = fence("\n".join(lines))
     return block
