@@ -517,17 +517,6 @@ def _md(text: str) -> str:
     return html.escape(text, quote=False).replace("[", "\\[").replace("]", "\\]").replace("`", "\\`")
 
 
-def listing(diagram: Diagram) -> list[str]:
-    """The diagram as Markdown bullet lines (labels escaped), for places where Mermaid is not drawn."""
-    labels = {n.id: n.label for n in diagram.nodes}
-    out = [f"- box: {_md(n.label)}" for n in diagram.nodes]
-    for e in diagram.edges:
-        arrow = "\u2192" if e.directed else "\u2014"
-        via = f" ({_md(e.label)})" if e.label else ""
-        out.append(f"- {_md(labels[e.source])} {arrow} {_md(labels[e.target])}{via}")
-    return out
-
-
 EMPTY_PANEL = (
     "*Write your design as a Mermaid flowchart, e.g. `flowchart LR` then `A[Client] --> B[Gateway]`.*"
 )
@@ -586,29 +575,44 @@ def review_text(diagram_text: str, question: Question) -> BoardReport:
     return BoardReport(diagram, review, None, why)
 
 
+def report_lines(diagram_text: str, question: Question) -> list[str]:
+    """The final diagram and its review as plain, unescaped lines (escape them for the format you write).
+
+    Boxes, arrows, which expected components were drawn, ``missing: <name> \u2014 <what it is for>`` for each one
+    left out, and the questionable parts. An unreadable diagram gives one line saying so.
+    """
+    if not diagram_text.strip():
+        return []
+    rep = review_text(diagram_text, question)
+    if rep.diagram is None or rep.review is None:
+        return [f"the final diagram could not be read: {rep.error}"]
+    labels = {n.id: n.label for n in rep.diagram.nodes}
+    out = [f"box: {n.label}" for n in rep.diagram.nodes]
+    for e in rep.diagram.edges:
+        arrow = "\u2192" if e.directed else "\u2014"
+        out.append(f"{labels[e.source]} {arrow} {labels[e.target]}" + (f" ({e.label})" if e.label else ""))
+    if rep.review.present:
+        out.append("drawn: " + ", ".join(p.name for p in rep.review.present))
+    out += [f"missing: {name} \u2014 {rep.why_missing[name]}" for name in rep.review.missing]
+    for q in rep.review.questionable:
+        if q.kind == "isolated":
+            out.append(f"not connected: {q.component}")
+        elif q.kind == "flow" and q.flow:
+            out.append(f"no path from {q.flow[0]} to {q.flow[1]}")
+    return out
+
+
 def report_markdown(diagram_text: str, question: Question, *, mermaid: bool = True) -> str:
     """The report's whiteboard section: the final diagram, then ``missing: ...`` lines with what each is for.
 
-    ``mermaid=False`` gives the plain listing only, for exports where no Mermaid renderer runs (the HTML file).
+    ``mermaid=False`` leaves out the drawn diagram and keeps the plain listing, for Markdown that no Mermaid
+    renderer will read. Candidate labels are escaped for Markdown.
     """
-    if not diagram_text.strip():
+    lines = report_lines(diagram_text, question)
+    if not lines:
         return ""
-    rep = review_text(diagram_text, question)
     out = ["#### Whiteboard"]
-    if rep.diagram is None or rep.review is None:
-        out.append(f"- the final diagram could not be read: {_md(rep.error or '')}")
-        return "\n".join(out)
-    if mermaid:
-        out += ["", f"```mermaid\n{to_mermaid(rep.diagram)}\n```", ""]
-    out += listing(rep.diagram)
-    out.append("")
-    if rep.review.present:
-        out.append("- drawn: " + ", ".join(p.name for p in rep.review.present))
-    for name in rep.review.missing:
-        out.append(f"- missing: {name} \u2014 {rep.why_missing[name]}")
-    for q in rep.review.questionable:
-        if q.kind == "isolated":
-            out.append(f"- not connected: {q.component}")
-        elif q.kind == "flow" and q.flow:
-            out.append(f"- no path from {q.flow[0]} to {q.flow[1]}")
+    if mermaid and not lines[0].startswith("the final diagram could not be read"):
+        out += ["", f"```mermaid\n{to_mermaid(parse(diagram_text))}\n```", ""]
+    out += [f"- {_md(line)}" for line in lines]
     return "\n".join(out)

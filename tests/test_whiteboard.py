@@ -19,6 +19,7 @@ from interviewer.whiteboard import (
     next_question,
     parse,
     render_markdown,
+    report_lines,
     report_markdown,
     to_mermaid,
 )
@@ -268,3 +269,5 @@ def test_the_report_shows_the_final_diagram_and_what_was_missing(fraud):
 def test_report_escapes_candidate_labels(fraud):
     md = report_markdown('flowchart LR\n  a["[click](http://x) <b>bold</b>"] --> b', fraud, mermaid=False)
     assert "<b>" not in md and "&lt;b&gt;" in md and "\\[click\\]" in md
+    # The plain lines are for the writer of another format (the HTML export) to escape its own way.
+    assert report_lines('flowchart LR\n  a["<b>bold</b>"] --> b', fraud)[:2] == ["box: <b>bold</b>", "box: b"]
