@@ -286,6 +286,10 @@ def parse(text: str) -> Diagram:
             for s_id, _, _ in src:
                 for d_id, _, _ in dst:
                     edges.append(Edge(s_id, d_id, lab, directed))
+                    if len(edges) > MAX_EDGES:  # checked here: "a & b & ... --> c & d & ..." multiplies
+                        raise InputError(
+                            f"the diagram has more than {MAX_EDGES} arrows; draw the main flows only"
+                        )
         if len(order) > MAX_NODES:
             raise InputError(
                 f"the diagram has more than {MAX_NODES} nodes; group the details into fewer boxes"

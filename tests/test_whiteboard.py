@@ -105,6 +105,13 @@ def test_a_later_label_names_a_node_declared_bare():
         ("flowchart LR\n" + "%" * (MAX_CHARS + 1), "keep it under"),
         ("flowchart LR\n" + "\n".join(f"n{i}" for i in range(MAX_NODES + 1)), "nodes"),
         ("flowchart LR\n" + "\n".join("a --> b" for _ in range(MAX_EDGES + 1)), "arrows"),
+        (
+            "flowchart LR\n"
+            + " & ".join(f"a{i}" for i in range(30))
+            + " --> "
+            + " & ".join(f"b{i}" for i in range(30)),
+            "arrows",
+        ),
     ],
 )
 def test_malformed_or_oversized_diagrams_are_refused_with_what_to_fix(text, said):
