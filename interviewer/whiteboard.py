@@ -438,9 +438,15 @@ def compare(diagram: Diagram, question: Question) -> Review:
     return Review(tuple(present), tuple(missing), tuple(questionable), len(diagram.nodes), len(diagram.edges))
 
 
+UNKNOWN = "unrecognised boxes"  # the ``about`` of the follow-up on nodes that match no expected component
+
+
 @dataclass(frozen=True)
 class FollowUp:
-    """The interviewer's next question about the diagram and what it is about (an authored name or a node id)."""
+    """The interviewer's next question about the diagram, and what it is about (an authored name or UNKNOWN).
+
+    The text is authored or built from authored names only, never from the candidate's labels.
+    """
 
     text: str
     kind: str  # missing, isolated, flow, unknown
@@ -474,11 +480,15 @@ def next_question(review: Review, question: Question, asked: Iterable[str] = ())
                 "flow",
                 q.component,
             )
-    for q in review.questionable:
-        if q.kind == "unknown" and q.node and q.node not in done:
-            return FollowUp(
-                f"What is the box {q.node} for, and what would break without it?", "unknown", q.node
-            )
+    # One question for all the unrecognised boxes, and no candidate text in it: follow-ups are stored as the
+    # interviewer's own turns and read back into prompts unfenced.
+    if any(q.kind == "unknown" for q in review.questionable) and UNKNOWN not in done:
+        return FollowUp(
+            "Some boxes in your diagram are parts I did not expect in this design: what does each of them do, "
+            "and what would break without it?",
+            "unknown",
+            UNKNOWN,
+        )
     return None
 
 

@@ -12,6 +12,7 @@ from interviewer.whiteboard import (
     MAX_CHARS,
     MAX_EDGES,
     MAX_NODES,
+    UNKNOWN,
     as_text,
     compare,
     components_named,
@@ -200,7 +201,9 @@ def test_an_unconnected_component_an_absent_flow_and_an_unknown_box_are_question
     second = next_question(review, fraud, [first.about])
     assert second is not None and second.kind == "flow"
     third = next_question(review, fraud, [first.about, second.about])
-    assert third is not None and (third.kind, third.about) == ("unknown", "blob")
+    assert third is not None and (third.kind, third.about) == ("unknown", UNKNOWN)
+    assert "Blockchain" not in third.text and "blob" not in third.text  # no candidate text in a follow-up
+    assert next_question(review, fraud, [first.about, second.about, third.about]) is None
 
 
 def test_a_flow_drawn_the_other_way_round_still_counts(fraud):
