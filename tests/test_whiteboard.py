@@ -281,3 +281,10 @@ def test_report_escapes_candidate_labels(fraud):
     assert "<b>" not in md and "&lt;b&gt;" in md and "\\[click\\]" in md
     # The plain lines are for the writer of another format (the HTML export) to escape its own way.
     assert report_lines('flowchart LR\n  a["<b>bold</b>"] --> b', fraud)[:2] == ["box: <b>bold</b>", "box: b"]
+
+
+def test_expected_components_and_flows_survive_the_sessions_json_round_trip(fraud):
+    from interviewer.content import Question
+
+    again = Question.model_validate(fraud.model_dump(mode="json"))
+    assert again == fraud and again.flows and again.components
