@@ -273,3 +273,17 @@ def test_an_owner_token_too_long_to_be_issued_owns_nothing(tmp_path: Path) -> No
         assert resolved.token != forged and len(resolved.owner) < MAX_TOKEN_CHARS  # a fresh owner instead
     with pytest.raises(InputError, match="must be a string, not dict"):
         tokens.resolve({"owner": genuine})
+
+
+def test_a_page_whose_stored_owner_is_damaged_starts_over_on_reload(tmp_path: Path) -> None:
+    from ui.app import App
+
+    from .test_privacy import _runtime
+
+    rt = _runtime(tmp_path)
+    try:
+        app = App(rt)
+        token, _ = app.load({"owner": "web:x"}, None)  # type: ignore[arg-type]
+        assert app.owners.verify(token) is not None  # a fresh, genuine owner the browser keeps from now on
+    finally:
+        rt.close()

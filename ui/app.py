@@ -858,6 +858,9 @@ class App:
         return f"Now answering: {choice.display_name}", self.model_banner()
 
     def load(self, owner: str | None, request: gr.Request) -> tuple[str, str]:
+        if owner is not None and not isinstance(owner, str):
+            # Damaged browser storage: a reload starts over with a fresh owner, as the error tells it to.
+            owner = None
         return self._resolve(owner, request).token, self.model_banner()
 
 
