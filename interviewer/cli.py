@@ -456,6 +456,9 @@ def check(
     task: Annotated[str | None, typer.Argument(help="task id (see --list)")] = None,
     file: Annotated[Path | None, typer.Argument(help="your solution file")] = None,
     list_: Annotated[bool, typer.Option("--list", help="list the task ids, one per line")] = False,
+    seed: Annotated[
+        int | None, typer.Option(help="draw the hidden inputs from this seed (a verdict prints its seed)")
+    ] = None,
 ) -> None:
     """Run a coding task's hidden tests in the sandbox; exit 0 only when every test passes."""
     from interviewer import checker
@@ -472,7 +475,7 @@ def check(
     except OSError as e:
         _fail(InputError(f"cannot read {file}: {e.strerror}"), code=2)
     try:
-        verdict = checker.check(task, code, prewarm=False)  # one shot: no box to keep warm
+        verdict = checker.check(task, code, prewarm=False, seed=seed)  # one shot: no box to keep warm
     except InterviewerError as e:
         _fail(e, code=2)
     print(verdict.render_text())
