@@ -77,7 +77,7 @@ class Verdict(BaseModel):
     seconds: float = 0.0
     warnings: list[str] = Field(default_factory=list)
     error: str | None = None  # the code could not be run/graded at all (syntax error, time limit...)
-    seed: int | None = None  # the draw of the hidden inputs, for graders that take one (``--seed`` repeats it)
+    seed: int | None = None  # the hidden-input draw, for graders that take one (``--seed`` repeats it)
 
     @model_validator(mode="after")
     def _consistent(self) -> Verdict:
