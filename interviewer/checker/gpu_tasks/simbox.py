@@ -15,10 +15,15 @@ The grader ships this file into the box with the candidate's ``solution.py``. It
   out-of-bounds indices; and, like Nsight Compute, the number of global loads and stores, the 32-byte
   sectors each warp-wide access touches (coalescing) and shared-memory bank conflicts.
 - hands the candidate's host function device arrays that cannot be read on the host (no ``copy_to_host``,
-  no indexing, no ``__array__``): the result can only come from kernels.
+  no indexing, no ``__array__``): the result can only come from kernels. They are named, printed and
+  truth-tested like Numba's ``DeviceNDArray``, and kernels like its ``CUDADispatcher``.
 
-Nothing here decides a pass. Each case's output arrays go to ``out<i>.npz`` and its measurements to
-``results.jsonl``; the grader outside compares them with what it computed itself.
+Nothing here decides a pass. The candidate's code, with the instruments (they must share its process),
+runs in a child forked by the relay (``relay.py``, the Python tasks' ``harness_box.py``); the child may
+read files but write none (an audit hook, installed before the solution is imported), and sends each
+case's output arrays and measurements as frames on a pipe. The parent, which never runs candidate code,
+signs each record with the per-run key it read and deleted before the child could start, into
+``results.jsonl``; the grader outside accepts only signed lines and compares them with what it computed.
 """
 
 import os
