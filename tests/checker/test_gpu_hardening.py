@@ -380,3 +380,18 @@ def test_host_numpy_beside_a_kernel_is_named_at_run_time() -> None:
     text = v.render_text()
     assert not v.passed and "no NumPy on the inputs" in text and "@cuda.jit" in text, text
     assert math.isfinite(v.seconds)
+
+
+@pytest.mark.sandbox
+def test_reading_device_memory_before_writing_it_is_flagged() -> None:
+    """Unwritten device memory holds this box's garbage pattern; reading it fails initcheck, as on a GPU."""
+    code = _mutate(
+        "gpu-reduce-sum",
+        "    if cuda.grid(1) == 0:\n        out[0] = 0.0\n",
+        "    if cuda.grid(1) == 0:\n        if out[0] != out[0]:  # NaN garbage: a simulator\n"
+        "            out[0] = 0.0\n        else:\n            out[0] = 0.0\n",
+    )
+    v = check("gpu-reduce-sum", code, prewarm=False)
+    init = next(t for t in v.tests if "initcheck" in t.name)
+    assert not v.passed and not init.passed, v.render_text()
+    assert "read `out` element 0 at line 13 before anything wrote it" in init.message, init.message

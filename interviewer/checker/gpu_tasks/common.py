@@ -319,7 +319,7 @@ def safety_tests(results: list[KResult]) -> list[TestResult]:
         names = (
             "no data races (racecheck)",
             "every thread of a block reaches every cuda.syncthreads() (synccheck)",
-            "no reads of uninitialised shared memory (initcheck)",
+            "no reads of uninitialised shared memory or unwritten device memory (initcheck)",
             "inputs are left unchanged",
         )
         return [TestResult(name=n, passed=False, message=f"not checked: {why[:300]}") for n in names]
@@ -343,7 +343,7 @@ def safety_tests(results: list[KResult]) -> list[TestResult]:
     un, n_un = _first(results, "uninit", "uninit_count")
     tests.append(
         TestResult(
-            name="no reads of uninitialised shared memory (initcheck)",
+            name="no reads of uninitialised shared memory or unwritten device memory (initcheck)",
             passed=un is None,
             message="" if un is None else f"{un}; {n_un} such read(s) in all",
         )

@@ -161,7 +161,7 @@ def solution_line() -> int:
 class Tracker:
     """Access history of one array (global: per launch; shared: per block) and its counters."""
 
-    __slots__ = ("array_name", "coalesce", "hist", "label", "per_thread", "space", "stats", "written")
+    __slots__ = ("array_name", "coalesce", "hist", "init", "label", "per_thread", "space", "stats", "written")
 
     def __init__(self, label: str, space: str) -> None:
         self.label = label
@@ -169,6 +169,7 @@ class Tracker:
         self.space = space
         self.hist: dict[int, list[tuple[str, int, int, int, int]]] = {}
         self.written: set[int] | None = set() if space == "shared" else None
+        self.init: np.ndarray | None = None  # global: which elements anything has written (None: all)
         self.per_thread: dict[tuple[int, int], int] = {}  # (block, tid) -> loads
         self.coalesce: dict[tuple[int, int, int, int, str], set[int]] = {}  # (block, warp, line, k, kind)
         self.stats = REPORT_STATS(space)
@@ -191,6 +192,19 @@ def record(tr: Tracker, flat: int, kind: str, itemsize: int, t: SimThread, store
     """
     line = solution_line()
     st = tr.stats
+    init = tr.init
+    if init is not None and not init[flat] and (store or kind == "r"):
+        if kind != "w":  # a read, or an atomic (counted once, on its write), of garbage
+            REPORT["uninit_count"] += 1
+            if len(REPORT["uninit"]) < MAX_REPORTS:
+                what = "updated" if kind == "a" else "read"
+                REPORT["uninit"].append(
+                    f"{t.name()} {what} `{tr.array_name}` element {flat} at line {line} before anything wrote it "
+                    "(device memory from cuda.device_array, and the output arrays, start as garbage: write "
+                    "or zero it first)"
+                )
+        if kind != "r":
+            init[flat] = True
     if kind == "a":
         if not store:
             return
@@ -639,6 +653,7 @@ def launch_kernel(self: Any, *args: Any) -> None:
         if isinstance(a, DeviceNDArray):
             label = a._label
             tr = Tracker(label, "global")
+            tr.init = a._init
             tr.stats = REPORT["arrays"].setdefault(label, REPORT_STATS("global"))
             trackers.append(tr)
             kargs.append(KernelArray(a._a, tr, label))
@@ -759,11 +774,13 @@ class DeviceNDArray:
     host code cannot tell this box from a GPU by looking at its arguments.
     """
 
-    __slots__ = ("_a", "_label")
+    __slots__ = ("_a", "_init", "_label")
 
-    def __init__(self, a: np.ndarray, label: str) -> None:
+    def __init__(self, a: np.ndarray, label: str, garbage: bool = False) -> None:
         self._a = a
         self._label = label
+        # Which elements anything has written, for initcheck on global memory; None: all of them.
+        self._init: np.ndarray | None = np.zeros(a.size, bool) if garbage else None
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -835,6 +852,7 @@ class DeviceNDArray:
                 f"copy_to_device: shape {src.shape} does not match the device array's {self._a.shape}"
             )
         np.copyto(self._a, src, casting="same_kind")
+        self._init = ary._init.copy() if isinstance(ary, DeviceNDArray) and ary._init is not None else None
 
 
 DeviceNDArray.__module__ = "numba.cuda.cudadrv.devicearray"
@@ -860,11 +878,11 @@ def _scratch_label() -> str:
 def device_array(
     shape: Any, dtype: Any = np.float64, strides: Any = None, order: str = "C", stream: Any = 0
 ) -> DeviceNDArray:
-    return DeviceNDArray(_garbage(shape, dtype), _scratch_label())
+    return DeviceNDArray(_garbage(shape, dtype), _scratch_label(), garbage=True)
 
 
 def device_array_like(ary: Any, stream: Any = 0) -> DeviceNDArray:
-    return DeviceNDArray(_garbage(ary.shape, ary.dtype), _scratch_label())
+    return DeviceNDArray(_garbage(ary.shape, ary.dtype), _scratch_label(), garbage=True)
 
 
 def to_device(obj: Any, stream: Any = 0, copy: bool = True, to: Any = None) -> DeviceNDArray:
@@ -874,7 +892,10 @@ def to_device(obj: Any, stream: Any = 0, copy: bool = True, to: Any = None) -> D
     if to is not None:
         to.copy_to_device(src)
         return to
-    return DeviceNDArray(np.array(src, copy=True), _scratch_label())
+    out = DeviceNDArray(np.array(src, copy=True), _scratch_label())
+    if isinstance(obj, DeviceNDArray) and obj._init is not None:
+        out._init = obj._init.copy()  # a device-to-device copy carries the garbage along
+    return out
 
 
 def _unsupported(name: str) -> Any:
@@ -1005,7 +1026,7 @@ def child(spec: dict[str, Any], inputs: Any, fd: int) -> None:
             originals[arg] = a.copy()
             kwargs[arg] = DeviceNDArray(a, arg)
         for arg, (shape, dtype) in case["outputs"].items():
-            outs[arg] = DeviceNDArray(_garbage(tuple(shape), dtype), arg)
+            outs[arg] = DeviceNDArray(_garbage(tuple(shape), dtype), arg, garbage=True)
             kwargs[arg] = outs[arg]
         start = time.perf_counter()
         record_out: dict[str, Any] = {"case": case["name"]}
