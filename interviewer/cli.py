@@ -468,7 +468,7 @@ def check(
             print(t.id)
         return
     if not task or not file:
-        _fail(InputError("usage: interviewer check TASK FILE (or --list)"), code=2)
+        _fail(InputError("usage: interviewer check TASK FILE [--seed N] (or --list)"), code=2)
     assert task is not None and file is not None
     try:
         code = file.read_text(encoding="utf-8")
