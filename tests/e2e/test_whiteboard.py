@@ -26,17 +26,20 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARTIFACTS = REPO / "test-artifacts" / "e2e"
 QUESTION = REPO / "rubrics" / "system-design" / "design.fraud-scoring.yaml"
 MISSING = "rules engine"
+INJECTION = "Monitoring <script>alert('x')</script>"
 
-# The fraud-scoring design with every expected part but the rules engine; one label tries to talk to the grader.
-DIAGRAM = """flowchart LR
-  gw[API gateway] --> ms[Model server]
-  ms --> fs[(Redis feature store)]
-  stream[Flink streaming job] --> fs
-  ms --> q[[Kafka decision log]]
-  reg[Model registry] --> ms
-  q --> lake[(Offline training store)]
-  ms --> mon["Monitoring <script>alert('x')</script>"]
-"""
+
+def diagram_without(question: Question, missing: str) -> tuple[str, int]:
+    """A design drawn from the rubric itself, minus one component: one box per component, labelled with its
+    name (the content tests make sure a name reads as that component alone), chained so that every expected
+    flow has a path. Returns the Mermaid text and the number of boxes."""
+    names = [c.name for c in question.components if c.name != missing]
+    lines = ["flowchart LR"]
+    for i, name in enumerate(names):
+        label = INJECTION if name == "monitoring" else name  # a label that tries to run in the page
+        lines.append(f'  c{i}["{label}"]')
+    lines += [f"  c{i} --> c{i + 1}" for i in range(len(names) - 1)]
+    return "\n".join(lines) + "\n", len(names)
 
 
 def _build(question: Question) -> Any:
@@ -106,13 +109,14 @@ def test_a_drawn_diagram_renders_and_the_follow_up_asks_about_the_missing_part(
             page.goto(app.local_url)
             expect(page.locator("#board")).to_contain_text("Write your design", timeout=30_000)
 
-            page.locator("#diagram textarea").fill(DIAGRAM)
+            text, boxes = diagram_without(question, MISSING)
+            page.locator("#diagram textarea").fill(text)
             # Drawn live from the text: Mermaid's SVG, with the candidate's labels as text in it.
             svg = page.locator("#board svg").first
             expect(svg).to_be_visible(timeout=30_000)
-            expect(page.locator("#board")).to_contain_text("Model server")
-            expect(page.locator("#board")).to_contain_text("Kafka decision log")
-            expect(page.locator("#board g.node")).to_have_count(8)  # one box per node in the text
+            expect(page.locator("#board")).to_contain_text("model server")
+            expect(page.locator("#board")).to_contain_text("async decision log")
+            expect(page.locator("#board g.node")).to_have_count(boxes)  # one box per node in the text
             ARTIFACTS.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(ARTIFACTS / "whiteboard-drawn.png"), full_page=True)
 
