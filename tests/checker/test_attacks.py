@@ -696,3 +696,48 @@ def test_a_flood_of_result_frames_is_cut(fast_content: Path, sandbox: Sandbox, h
     v = check("merge-intervals", code, sandbox=sandbox)
     text = v.render_text()
     assert not v.passed and "more than 1000 results were sent" in text, text
+
+
+# ------------------------------------------------------------------ weak mode: the grader's own environment
+WEAK_GRADER = """
+import json, sys
+from interviewer.checker.sandbox import Limits, Sandbox
+sb = Sandbox("weak")
+sb.status = lambda: (False, "no user namespaces here")
+r = sb.run({"a.py": sys.argv[1]}, [sys.executable, "a.py"], Limits(wall_seconds=20))
+print(json.dumps({"rc": r.returncode, "out": r.stdout, "err": r.stderr}))
+"""
+
+PROC_ENVIRON_HUNT = """
+import os
+found, tried = [], 0
+pids = [str(os.getppid())] + [p for p in os.listdir("/proc") if p.isdigit()]
+for pid in pids:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            data = f.read()
+        tried += 1
+    except OSError:
+        continue
+    for line in data.split(b"\\0"):
+        if line.startswith(b"OPENAI_API_KEY=sk-canary-"):
+            found.append(pid + " " + line.decode())
+print("ppid", os.getppid(), "read", tried, "found", found)
+"""
+
+
+def test_weak_mode_candidate_cannot_read_the_graders_proc_environ(tmp_path: Path) -> None:
+    """Weak mode: the code walked /proc to the grader's environ and read the API keys it was started with."""
+    import json
+    import subprocess
+
+    canary = "sk-canary-" + uuid.uuid4().hex
+    env = {**os.environ, "OPENAI_API_KEY": canary, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    out = subprocess.run(
+        [sys.executable, "-c", WEAK_GRADER, PROC_ENVIRON_HUNT], env=env, capture_output=True, text=True,
+        timeout=120, cwd=tmp_path,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    res = json.loads(out.stdout.strip().splitlines()[-1])
+    assert res["rc"] == 0 and "ppid" in res["out"], res
+    assert canary not in res["out"] and canary not in res["err"], f"the grader's key leaked: {res['out']}"
