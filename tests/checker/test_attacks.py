@@ -426,8 +426,9 @@ def test_numpy_only_task_refuses_hidden_loops_and_other_libraries(
     assert "[FAIL] NumPy only" in text, text
 
 
-# Passes the syntax-tree check (no exec name, no import but numpy, no private attribute): the loops live in
-# a bytes literal run by the C API through NumPy's own ctypes module. Only the run-time hook sees it.
+# The loops live in a bytes literal run by the C API through NumPy's own ctypes module. The syntax-tree check
+# refuses the name `ctypes`; the run-time hook must refuse the call on its own, so it is run here past the
+# tree check, straight through the harness.
 CTYPES_GADGET = (
     "import numpy as np\n"
     f"np.ctypeslib.ctypes.pythonapi.PyRun_SimpleString(b'import builtins\\n' + {CONV_LOOPS.encode()!r}"
@@ -437,15 +438,36 @@ CTYPES_GADGET = (
 )
 
 
-def test_numpy_only_is_enforced_at_run_time_too(
-    fast_content: Path, sandbox: Sandbox, host_snapshot: None
-) -> None:
-    from interviewer.checker.python_tasks.common import find_loops, numpy_only_problems
+def _run_past_the_tree_check(code: str, sandbox: Sandbox, limits: Limits | None = None) -> str:
+    """numpy-conv2d's hidden cases run on ``code`` under the run-time policy alone; every case's outcome."""
+    import numpy as np
 
-    assert find_loops(CTYPES_GADGET) == [] and numpy_only_problems(CTYPES_GADGET) == []
-    v = check("numpy-conv2d", CTYPES_GADGET, sandbox=sandbox)
-    text = v.render_text()
-    assert not v.passed, text
+    from interviewer.checker.python_tasks.common import run_cases
+    from interviewer.checker.python_tasks.conv2d import expected_conv2d, make_cases
+
+    cases = make_cases(np.random.default_rng())
+    limits = limits or Limits(cpu_seconds=5, wall_seconds=10)
+    outputs, _ = run_cases(sandbox, code, cases, limits, policy="numpy")
+    lines = []
+    for c in cases:
+        out = outputs[c.name]
+        if out.error is not None:
+            lines.append(f"FAIL {c.name}: {out.error}")
+            continue
+        want = expected_conv2d(c.arrays["x"], c.arrays["w"], *(
+            tuple(v) if isinstance(v, list) else v for v in (c.scalars["stride"], c.scalars["padding"])
+        ))  # fmt: skip
+        ok = out.arrays is not None and np.allclose(out.arrays[0], want, rtol=1e-4, atol=1e-4)
+        lines.append(f"{'ok' if ok else 'FAIL'} {c.name}")
+    return "\n".join(lines)
+
+
+def test_numpy_only_is_enforced_at_run_time_too(sandbox: Sandbox, host_snapshot: None) -> None:
+    from interviewer.checker.python_tasks.common import numpy_only_problems
+
+    assert numpy_only_problems(CTYPES_GADGET), "the tree check no longer sees ctypes"
+    text = _run_past_the_tree_check(CTYPES_GADGET, sandbox)
+    assert "ok " not in text, text
     assert "NumPy code only" in text and "ctypes" in text, text
 
 
@@ -741,3 +763,135 @@ def test_weak_mode_candidate_cannot_read_the_graders_proc_environ(tmp_path: Path
     res = json.loads(out.stdout.strip().splitlines()[-1])
     assert res["rc"] == 0 and "ppid" in res["out"], res
     assert canary not in res["out"] and canary not in res["err"], f"the grader's key leaked: {res['out']}"
+
+
+# ------------------------------------------------------------------ NumPy-only: aliases, recursion, the hook's state
+CONV_EINSUM = (
+    "def _conv(x, w, stride, padding):\n"
+    "    sh, sw = (stride, stride) if isinstance(stride, int) else stride\n"
+    "    ph, pw = (padding, padding) if isinstance(padding, int) else padding\n"
+    "    xp = np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)))\n"
+    "    kh, kw = w.shape[2], w.shape[3]\n"
+    "    win = np.lib.stride_tricks.sliding_window_view(xp, (kh, kw), axis=(2, 3))[:, :, ::sh, ::sw]\n"
+    "    return np.einsum('nchwij,ocij->nohw', win, w).astype(x.dtype)\n"
+)
+VECTORIZE_ALIASES = {
+    "imported under another name": "import numpy as np\nfrom numpy import vectorize as each\n"
+    + CONV_EINSUM
+    + "def conv2d(x, w, stride=1, padding=0):\n"
+    "    return each(lambda v: v, otypes=[x.dtype])(_conv(x, w, stride, padding))\n",
+    "bound to a new name": "import numpy as np\neach = np.vectorize\n"
+    + CONV_EINSUM
+    + "def conv2d(x, w, stride=1, padding=0):\n"
+    "    return each(lambda v: v, otypes=[x.dtype])(_conv(x, w, stride, padding))\n",
+    "default argument": "import numpy as np\n"
+    + CONV_EINSUM
+    + "def conv2d(x, w, stride=1, padding=0, each=np.vectorize):\n"
+    "    return each(lambda v: v, otypes=[x.dtype])(_conv(x, w, stride, padding))\n",
+}
+
+
+@pytest.mark.parametrize("spelling", list(VECTORIZE_ALIASES))
+def test_np_vectorize_under_an_alias_is_a_python_loop(
+    spelling: str, fast_content: Path, sandbox: Sandbox, host_snapshot: None
+) -> None:
+    v = check("numpy-conv2d", VECTORIZE_ALIASES[spelling], sandbox=sandbox)
+    text = v.render_text()
+    assert not v.passed and "[FAIL] no Python loops" in text and "vectorize" in text, text
+
+
+PIXEL_SETUP = (
+    "import numpy as np\n"
+    "def conv2d(x, w, stride=1, padding=0):\n"
+    "    sh, sw = (stride, stride) if isinstance(stride, int) else stride\n"
+    "    ph, pw = (padding, padding) if isinstance(padding, int) else padding\n"
+    "    xp = np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)))\n"
+    "    kh, kw = w.shape[2], w.shape[3]\n"
+    "    ho, wo = (xp.shape[2] - kh) // sh + 1, (xp.shape[3] - kw) // sw + 1\n"
+    "    y = np.zeros((x.shape[0], w.shape[0], ho, wo), dtype=x.dtype)\n"
+)
+PIXEL_BODY = (
+    "    if k == y.shape[2] * y.shape[3]:\n"
+    "        return y\n"
+    "    i, j = divmod(k, y.shape[3])\n"
+    "    y[:, :, i, j] = np.einsum('ncij,ocij->no', xp[:, :, i*sh:i*sh+kh, j*sw:j*sw+kw], w)\n"
+)
+# One output pixel per call, the function calling itself by name.
+RECURSION_BY_NAME = (
+    PIXEL_SETUP + "    return pixel(y, xp, w, sh, sw, kh, kw, 0)\n"
+    "def pixel(y, xp, w, sh, sw, kh, kw, k):\n"
+    + PIXEL_BODY
+    + "    return pixel(y, xp, w, sh, sw, kh, kw, k + 1)\n"
+)
+# The same, but the function is handed itself: no name in the tree leads back to it.
+RECURSION_BY_ARGUMENT = (
+    PIXEL_SETUP + "    return pixel(pixel, y, xp, w, sh, sw, kh, kw, 0)\n"
+    "def pixel(me, y, xp, w, sh, sw, kh, kw, k):\n"
+    + PIXEL_BODY
+    + "    return me(me, y, xp, w, sh, sw, kh, kw, k + 1)\n"
+)
+
+
+def test_recursion_over_output_pixels_is_a_python_loop(
+    fast_content: Path, sandbox: Sandbox, host_snapshot: None
+) -> None:
+    v = check("numpy-conv2d", RECURSION_BY_NAME, sandbox=sandbox)
+    text = v.render_text()
+    assert not v.passed and "[FAIL] no Python loops" in text and "recursion" in text, text
+
+
+def test_recursion_the_syntax_tree_cannot_see_is_refused_at_run_time(
+    fast_content: Path, sandbox: Sandbox, host_snapshot: None
+) -> None:
+    from interviewer.checker.python_tasks.common import find_loops, numpy_only_problems
+
+    assert find_loops(RECURSION_BY_ARGUMENT) == [] and numpy_only_problems(RECURSION_BY_ARGUMENT) == []
+    v = check("numpy-conv2d", RECURSION_BY_ARGUMENT, sandbox=sandbox)
+    text = v.render_text()
+    assert not v.passed and "NumPy code only: recursion" in text, text
+
+
+# The hook's state reached through the object graph or a frame, its "busy" flag set, then what it forbids.
+HOOK_STATE_ATTACKS = {
+    "gc, then exec of a for loop": "import gc\nimport numpy as np\n"
+    "for f in gc.get_objects():\n"
+    "    if type(f).__name__ == 'function' and f.__name__ == 'hook':\n"
+    "        for cell in f.__closure__ or ():\n"
+    "            if type(cell.cell_contents) is dict and 'busy' in cell.cell_contents:\n"
+    "                cell.cell_contents['busy'] = True\n"
+    f"exec({CONV_LOOPS!r})\n",
+    "gc, then import torch": "import gc\n"
+    "for f in gc.get_objects():\n"
+    "    if type(f).__name__ == 'function' and f.__name__ == 'hook':\n"
+    "        for cell in f.__closure__ or ():\n"
+    "            if type(cell.cell_contents) is dict and 'busy' in cell.cell_contents:\n"
+    "                cell.cell_contents['busy'] = True\n"
+    "import torch\n"
+    "def conv2d(x, w, stride=1, padding=0):\n"
+    "    return torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), stride=stride,\n"
+    "                                      padding=padding).numpy()\n",
+    "the refusal's traceback frame, then import torch": "try:\n"
+    "    import torch\n"
+    "except ImportError as e:\n"
+    "    tb = e.__traceback__\n"
+    "    while tb.tb_next is not None:\n"
+    "        tb = tb.tb_next\n"
+    "    tb.tb_frame.f_locals['state']['busy'] = True\n"
+    "    import torch\n"
+    "def conv2d(x, w, stride=1, padding=0):\n"
+    "    return torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), stride=stride,\n"
+    "                                      padding=padding).numpy()\n",
+}
+
+
+@pytest.mark.parametrize("route", list(HOOK_STATE_ATTACKS))
+def test_audit_hook_state_cannot_be_reached_to_switch_it_off(
+    route: str, sandbox: Sandbox, host_snapshot: None
+) -> None:
+    from interviewer.checker.python_tasks.common import numpy_only_problems
+
+    code = HOOK_STATE_ATTACKS[route]
+    assert numpy_only_problems(code), "the tree check lets this through"
+    text = _run_past_the_tree_check(code, sandbox, Limits(cpu_seconds=30, wall_seconds=40))
+    assert "ok " not in text, text
+    assert "NumPy code only" in text, text
