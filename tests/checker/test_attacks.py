@@ -895,3 +895,85 @@ def test_audit_hook_state_cannot_be_reached_to_switch_it_off(
     text = _run_past_the_tree_check(code, sandbox, Limits(cpu_seconds=30, wall_seconds=40))
     assert "ok " not in text, text
     assert "NumPy code only" in text, text
+
+
+# ------------------------------------------------------------------ C++ sanitizers: options by re-exec, pasted attributes
+# Sets the sanitizers' options through the environment (every name built at run time, so no text filter sees
+# it) and re-executes the program, whose sanitizer runtimes then read them: no leak check, no race reports.
+REEXEC_WITH_OPTIONS = r"""
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+#include <unistd.h>
+namespace {
+struct Quiet {
+    Quiet() {
+        const std::string mark = std::string("RE") + "RUN";
+        if (std::getenv(mark.c_str())) return;
+        setenv(mark.c_str(), "1", 1);
+        const std::string opt = std::string("_OPT") + "IONS";
+        setenv((std::string("AS") + "AN" + opt).c_str(), "detect_leaks=0:halt_on_error=0", 1);
+        setenv((std::string("LS") + "AN" + opt).c_str(), "detect_leaks=0", 1);
+        setenv((std::string("TS") + "AN" + opt).c_str(), "report_bugs=0", 1);
+        static char buf[4096];
+        std::FILE* f = std::fopen("/proc/self/cmdline", "rb");
+        std::size_t n = f ? std::fread(buf, 1, sizeof buf - 1, f) : 0;
+        if (f) std::fclose(f);
+        std::vector<char*> args;
+        for (std::size_t i = 0; i < n; i += std::strlen(buf + i) + 1) args.push_back(buf + i);
+        args.push_back(nullptr);
+        execv("/proc/self/exe", args.data());
+    }
+} quiet;
+}  // namespace
+"""
+
+PASTED_NO_SANITIZE = '#define CAT(a, b) a##b\n#define QUIET __attribute__((CAT(no_, sanitize)("thread")))\n'
+
+
+def _debug_project_with(stats_extra: str, *, fix_leak: bool, quiet_merge: bool = False):
+    """The shipped project with the logic error fixed (and the leak, if asked), plus ``stats_extra``."""
+    from interviewer.checker import get_task
+    from interviewer.checker.cpp_tasks import debug_project as D
+
+    task = get_task("cpp-debug-project")
+    files = D.shipped_files(task.path)
+    stats = files["stats.cpp"].replace("numeric_limits<double>::min()", "numeric_limits<double>::lowest()")
+    assert stats != files["stats.cpp"]
+    if quiet_merge:
+        stats = stats.replace("void RunningStats::merge(", "QUIET void RunningStats::merge(")
+        assert "QUIET void" in stats
+    files["stats.cpp"] = stats_extra + stats
+    if fix_leak:
+        ref = D.split_submission(task.reference_code(), set(files))
+        files["pool.cpp"] = ref["pool.cpp"].replace("std::lock_guard<std::mutex> lock(total_mutex);\n", "")
+        assert "lock_guard" not in files["pool.cpp"]
+    code = D.join_files(files)
+    assert D.FORBIDDEN.search(stats_extra) is None, "the text filter alone would catch this one"
+    return code
+
+
+def test_sanitizer_options_set_by_reexecuting_itself_do_not_apply(
+    sandbox: Sandbox, host_snapshot: None
+) -> None:
+    """A constructor set ASAN/LSAN/TSAN options in the environment and exec'd /proc/self/exe."""
+    code = _debug_project_with(REEXEC_WITH_OPTIONS, fix_leak=False)
+    v = _cpp_task("cpp-debug-project", code, sandbox)
+    text = v.render_text()
+    assert not v.passed, text
+    failed = {t.name: t.message for t in v.tests if not t.passed}
+    assert "LeakSanitizer" in failed.get("AddressSanitizer + LeakSanitizer + UBSan", ""), text
+    assert "ThreadSanitizer reported" in failed.get("ThreadSanitizer", ""), text
+
+
+def test_no_sanitize_attribute_built_by_token_pasting_is_refused(
+    sandbox: Sandbox, host_snapshot: None
+) -> None:
+    """`__attribute__((CAT(no_,sanitize)("thread")))` on the racy merge hid the data race from TSan."""
+    code = _debug_project_with(PASTED_NO_SANITIZE, fix_leak=True, quiet_merge=True)
+    v = _cpp_task("cpp-debug-project", code, sandbox)
+    text = v.render_text()
+    assert not v.passed, text
+    assert "[FAIL] no sanitizer hooks" in text and "no_sanitize (after macro expansion)" in text, text

@@ -160,10 +160,27 @@ class Check:
 
 @dataclass(frozen=True)
 class Unit:
-    """One compiled translation unit: its object file and its symbol table (``nm -P``, read in the box)."""
+    """One compiled translation unit: its object file and its symbol table (``nm -P``, read in the box);
+    with ``preprocess``, also the unit's own lines after macro expansion (system headers left out)."""
 
     obj: bytes
     symbols: str
+    expanded: str = ""
+
+
+def own_lines(preprocessed: str) -> str:
+    """The lines of ``g++ -E`` output that come from the box's own files, not from system headers or the
+    compiler: what the submission's text turns into once every macro is expanded and pasted."""
+    out: list[str] = []
+    keep = True
+    for line in preprocessed.splitlines():
+        if line.startswith("# ") and '"' in line:
+            name = line.split('"', 2)[1]
+            keep = not name.startswith(("/", "<"))
+            continue
+        if keep and line.strip():
+            out.append(line)
+    return "\n".join(out)
 
 
 _unit_cache: dict[str, Unit] = {}
@@ -188,8 +205,13 @@ def compile_units_full(
     headers: Mapping[str, str],
     flags: Sequence[str],
     jobs: int = 2,
+    *,
+    preprocess: bool = False,
 ) -> tuple[dict[str, Unit], str]:
     """Compile each source to an object in a box of its own (``jobs`` at a time); ``(units, log)``.
+
+    ``preprocess``: also run ``g++ -E`` and keep each unit's own lines after macro expansion
+    (:attr:`Unit.expanded`), for checks a pasted or macro-built spelling must not slip past.
 
     The box holds exactly ``sources`` and ``headers``: never put a hidden file (a driver) in the same call
     as candidate code, since ``asm(".incbin ...")`` or ``#include`` would embed it (#15). Nothing but the
@@ -199,7 +221,9 @@ def compile_units_full(
     """
     header_key = "\0".join(f"{k}\0{v}" for k, v in sorted(headers.items()))
     keys = {
-        name: hashlib.sha256("\0".join([name, text, header_key, *flags]).encode()).hexdigest()
+        name: hashlib.sha256(
+            "\0".join([name, text, header_key, *flags, "E" if preprocess else ""]).encode()
+        ).hexdigest()
         for name, text in sources.items()
     }
     with _obj_lock:
@@ -211,21 +235,28 @@ def compile_units_full(
     for k, src in enumerate(todo):
         cmd = shlex.join([CXX, *BASE_FLAGS, *flags, "-c", "-o", f"{src}.o", src])
         q = shlex.quote(src)
-        lines.append(f"({cmd} >{q}.log 2>&1 && nm -P {q}.o >{q}.nm 2>>{q}.log) &")
+        pre = ""
+        if preprocess:
+            pre = (
+                " && " + shlex.join([CXX, *BASE_FLAGS, *flags, "-E", "-o", f"{src}.ii", src]) + f" 2>>{q}.log"
+            )
+        lines.append(f"({cmd} >{q}.log 2>&1 && nm -P {q}.o >{q}.nm 2>>{q}.log{pre}) &")
         if (k + 1) % jobs == 0:
             lines.append("wait")
     lines.append("wait")
     files: dict[str, bytes | str] = {**headers, **{n: sources[n] for n in todo}}
-    collect = [f"{n}.{ext}" for n in todo for ext in ("o", "log", "nm")]
+    exts = ("o", "log", "nm", "ii") if preprocess else ("o", "log", "nm")
+    collect = [f"{n}.{ext}" for n in todo for ext in exts]
     res = sandbox.run(files, ["/bin/sh", "-c", "\n".join(lines)], COMPILE_LIMITS, collect=collect)
     log = "".join(res.files.get(f"{n}.log", b"").decode("utf-8", "replace") for n in todo)
     if res.timed_out:
         log += f"\n(the build was stopped: {res.killed_reason})"
-    if any(f"{n}.o" not in res.files or f"{n}.nm" not in res.files for n in todo):
+    if any(any(f"{n}.{e}" not in res.files for e in exts if e != "log") for n in todo):
         return {}, log or f"the compiler failed without a message (exit {res.returncode})"
     with _obj_lock:
         for n in todo:
-            unit = Unit(res.files[f"{n}.o"], res.files[f"{n}.nm"].decode("utf-8", "replace"))
+            expanded = own_lines(res.files[f"{n}.ii"].decode("utf-8", "replace")) if preprocess else ""
+            unit = Unit(res.files[f"{n}.o"], res.files[f"{n}.nm"].decode("utf-8", "replace"), expanded)
             units[n] = _unit_cache[keys[n]] = unit
         while len(_unit_cache) > _UNIT_CACHE_MAX:
             _unit_cache.pop(next(iter(_unit_cache)))

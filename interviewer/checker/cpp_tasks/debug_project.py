@@ -33,16 +33,18 @@ from interviewer.checker.cpp_tasks._build import (
     tail,
     to_verdict,
 )
+from interviewer.checker.cpp_tasks._guard import exec_guard_source
 from interviewer.checker.models import TaskInfo, Verdict
 from interviewer.checker.sandbox import Limits, RunResult, Sandbox
 from interviewer.errors import CheckerError, InputError
 
 MARKER = re.compile(r"^[ \t]*//[ \t]*===[ \t]*file:[ \t]*(?P<name>[^\s=]+)[ \t]*===[ \t]*$", re.MULTILINE)
 HARNESS = "main.cpp"
+GUARD = "exec_guard.cpp"
 # Sanitizer runtimes read these hooks and attributes; a submission must not switch its own checks off.
 FORBIDDEN = re.compile(
     r"__(?:asan|lsan|tsan|ubsan|msan|sanitizer)\w*|no_sanitize\w*|_default_options|"
-    r"no_sanitize_address|no_sanitize_thread|disable_sanitizer_instrumentation|"
+    r"no_sanitize_address|no_sanitize_thread|disable_sanitizer_instrumentation|no_address_safety_analysis|"
     r"ASAN_OPTIONS|LSAN_OPTIONS|TSAN_OPTIONS|UBSAN_OPTIONS"
 )
 COMMON = ("-O1", "-g", "-fno-omit-frame-pointer")
@@ -305,16 +307,25 @@ def _run_variant(
     headers = {n: t for n, t in project.items() if not n.endswith(".cpp")}
     shipped_headers = {n: t for n, t in shipped.items() if not n.endswith(".cpp")}
     driver, dlog = compile_units(sandbox, {HARNESS: harness}, shipped_headers, variant.flags)
-    if not driver:
-        raise CheckerError(f"the hidden driver did not compile in the sandbox: {dlog.strip()[:800]}")
+    guard, glog = compile_units(sandbox, {GUARD: exec_guard_source(variant.env)}, {}, variant.flags)
+    if not driver or not guard:
+        raise CheckerError(f"the hidden driver did not compile in the sandbox: {(dlog + glog).strip()[:800]}")
     sources = {n: t for n, t in project.items() if n.endswith(".cpp")}
-    units, log = compile_units_full(sandbox, sources, headers, variant.flags)
+    units, log = compile_units_full(sandbox, sources, headers, variant.flags, preprocess=True)
     if not units:
         return BoxRun(built=False, build_log=log, result=RunResult(None, "", "", False, None, 0.0)), []
     hooks = sorted({h for u in units.values() for h in sanitizer_hooks(u.symbols)})
+    hooks += sorted(
+        {
+            f"{m.group(0)} (after macro expansion)"
+            for u in units.values()
+            for m in FORBIDDEN.finditer(u.expanded)
+        }
+    )
     if hooks:
         return BoxRun(built=True, build_log=log, result=RunResult(None, "", "", False, None, 0.0)), hooks
-    objects = {**driver, **{n: u.obj for n, u in units.items()}}
+    # The guard first: its .preinit_array entry runs before anything of the candidate's (see _guard.py).
+    objects = {**guard, **driver, **{n: u.obj for n, u in units.items()}}
     run = link_and_run(
         sandbox, objects, {"input.txt": inp}, variant.flags, ["./prog", "input.txt"],
         env=variant.env, limits=limits, seccomp="sanitizer",
@@ -342,7 +353,11 @@ def sanitizer_hooks(nm_output: str) -> list[str]:
         if len(parts) < 2:
             continue
         name, kind = parts[0].split("@")[0], parts[1]
-        if kind in ("U", "w", "v"):
+        if kind == "i":
+            # A GNU indirect function's resolver runs while the program is being loaded, before the guard
+            # that refuses exec is in place (see _guard.py).
+            found.append(f"{name} (an ifunc: its resolver runs before the checks are set up)")
+        elif kind in ("U", "w", "v"):
             if _HOOK_CALL.match(name):
                 found.append(f"{name} (called)")
         elif _HOOK_DEF.match(name):
@@ -385,9 +400,9 @@ def grade_checks(
             Check(
                 "no sanitizer hooks",
                 False,
-                f"your code defines or calls sanitizer hooks: {', '.join(hooks)}. They silence or "
-                "reconfigure the tools (suppressions, options, ignored objects); fix the bugs instead. "
-                "Nothing was run.",
+                f"your code switches sanitizer checks off or runs code before they are set up: "
+                f"{', '.join(hooks)}. These silence or reconfigure the tools (suppressions, options, "
+                "attributes, ignored objects); fix the bugs instead. Nothing was run.",
             ),
         ]
     if not runs[0].built:
@@ -443,7 +458,8 @@ def prepare(task: TaskInfo, sandbox: Sandbox) -> None:
 
     def build(v: Variant) -> None:
         compile_units(sandbox, driver, headers, v.flags)
-        compile_units_full(sandbox, sources, headers, v.flags)
+        compile_units(sandbox, {GUARD: exec_guard_source(v.env)}, {}, v.flags)
+        compile_units_full(sandbox, sources, headers, v.flags, preprocess=True)
 
     with ThreadPoolExecutor(max_workers=len(VARIANTS)) as pool:
         list(pool.map(build, VARIANTS))
