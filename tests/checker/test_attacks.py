@@ -977,3 +977,97 @@ def test_no_sanitize_attribute_built_by_token_pasting_is_refused(
     text = v.render_text()
     assert not v.passed, text
     assert "[FAIL] no sanitizer hooks" in text and "no_sanitize (after macro expansion)" in text, text
+
+
+# ------------------------------------------------------------------ C++ transpose: the timing report and replayed results
+# A naive loop whose destructor (and, against a signed report, every call) rewrites the timing records the
+# grader reads, so its own time shows as the naive loop's divided by 3.16.
+REPORT_REWRITER = r"""
+#include <cstddef>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+namespace {
+void doctor(bool plain_format) {
+    std::ifstream in("report.txt");
+    if (!in) return;
+    std::stringstream all;
+    all << in.rdbuf();
+    in.close();
+    std::istringstream lines(all.str());
+    std::string out, line;
+    bool changed = false;
+    while (std::getline(lines, line)) {
+        unsigned long long a, b, c, s;
+        std::size_t p = line.find("\"timing\": [");
+        if (plain_format && std::sscanf(line.c_str(), "timing %llu %llu %llu %llu", &a, &b, &c, &s) == 4) {
+            line = "timing " + std::to_string(a) + " " + std::to_string(b) + " " +
+                   std::to_string(static_cast<unsigned long long>(a / 3.16)) + " " + std::to_string(s);
+            changed = true;
+        } else if (p != std::string::npos &&
+                   std::sscanf(line.c_str() + p, "\"timing\": [%llu, %llu, %llu]", &a, &b, &c) == 3) {
+            std::string from = std::to_string(c) + "]";
+            line.replace(line.find(from, p), from.size(), std::to_string(static_cast<unsigned long long>(a / 3.16)) + "]");
+            changed = true;
+        }
+        out += line + "\n";
+    }
+    if (changed) std::ofstream("report.txt", std::ios::trunc) << out;
+}
+__attribute__((destructor)) void rewrite_at_exit() { doctor(true); }
+}  // namespace
+void transpose(const float* src, float* dst, std::size_t rows, std::size_t cols) {
+    for (std::size_t i = 0; i < rows; ++i)
+        for (std::size_t j = 0; j < cols; ++j) dst[j * rows + i] = src[i * cols + j];
+    doctor(false);
+}
+"""
+
+# A naive loop that remembers its result on the large matrix and replays it (memcpy) on later calls.
+REPLAYED_RESULT = r"""
+#include <cstddef>
+#include <cstring>
+#include <vector>
+namespace {
+std::vector<float> memo;
+std::size_t memo_rows = 0, memo_cols = 0;
+}  // namespace
+void transpose(const float* src, float* dst, std::size_t rows, std::size_t cols) {
+    const bool big = rows * cols >= (std::size_t{1} << 20);
+    if (big && rows == memo_rows && cols == memo_cols) {
+        std::memcpy(dst, memo.data(), rows * cols * sizeof(float));
+        return;
+    }
+    for (std::size_t i = 0; i < rows; ++i)
+        for (std::size_t j = 0; j < cols; ++j) dst[j * rows + i] = src[i * cols + j];
+    if (big) {
+        memo.assign(dst, dst + rows * cols);
+        memo_rows = rows;
+        memo_cols = cols;
+    }
+}
+"""
+
+
+def _speed_verdict(code: str, sandbox: Sandbox) -> tuple[bool, str]:
+    from interviewer.checker.cpp_tasks import transpose as T
+
+    v = _cpp_task("cpp-tiled-transpose", code, sandbox)
+    text = v.render_text()
+    speed = [t for t in v.tests if t.name == T.SPEED_TEST]
+    return bool(speed and speed[0].passed), text
+
+
+def test_destructor_rewriting_timing_report_is_not_trusted(sandbox: Sandbox, host_snapshot: None) -> None:
+    """An untiled transpose whose destructor rewrote the report the harness wrote showed "speedup 3.16x"."""
+    fast, text = _speed_verdict(REPORT_REWRITER, sandbox)
+    assert not fast and "3.16" not in text, text
+    assert "not written by the test harness" in text or "not measurably faster" in text, text
+
+
+def test_replayed_result_of_an_earlier_timed_call_fails(sandbox: Sandbox, host_snapshot: None) -> None:
+    """An untiled transpose that memcpy'd the result it computed on the first timed call passed as "inf x"."""
+    fast, text = _speed_verdict(REPLAYED_RESULT, sandbox)
+    assert not fast, text
+    assert "checksum mismatch" in text and "fresh input" in text, text

@@ -318,6 +318,45 @@ def build_separately_and_run(
     )
 
 
+def build_plugin_and_run(
+    sandbox: SandboxLike,
+    candidate: Mapping[str, str],
+    host: Mapping[str, bytes],
+    files: Mapping[str, bytes | str],
+    flags: Sequence[str],
+    plugin_flags: Sequence[str],
+    run_argv: Sequence[str],
+    *,
+    plugin: str = "solution.so",
+    limits: Limits = Limits(),  # noqa: B008 - frozen dataclass
+    collect: Sequence[str] = (),
+) -> BoxRun:
+    """Compile the candidate's sources alone (``plugin_flags``, position-independent), then, in a second box,
+    link the trusted ``host`` objects into ``prog`` and the candidate's into the shared library ``plugin``,
+    and run. The host decides when (and in which process) the plugin is loaded: candidate code never runs
+    in a process that has not loaded it."""
+    objects, log = compile_units(sandbox, candidate, {}, plugin_flags)
+    if not objects:
+        return BoxRun(built=False, build_log=log, result=RunResult(None, "", "", False, None, 0.0))
+    host_names = [n if n.endswith(".o") else f"{n}.o" for n in host]
+    cand_names = [n if n.endswith(".o") else f"{n}.o" for n in objects]
+    all_files: dict[str, bytes | str] = {
+        **files,
+        **dict(zip(host_names, host.values(), strict=True)),
+        **dict(zip(cand_names, objects.values(), strict=True)),
+    }
+    link_host = shlex.join([CXX, *flags, "-o", "prog", *host_names, "-ldl"])
+    link_plugin = shlex.join([CXX, *plugin_flags, "-shared", "-o", plugin, *cand_names])
+    script = (
+        f"if {link_host} >{BUILD_LOG} 2>&1 && {link_plugin} >>{BUILD_LOG} 2>&1; then : >{BUILD_OK}; "
+        f"else exit 0; fi\nrm -f -- {shlex.join(host_names + cand_names)}\nexec {shlex.join(run_argv)}\n"
+    )
+    res = sandbox.run(all_files, ["/bin/sh", "-c", script], limits, collect=[BUILD_OK, BUILD_LOG, *collect])
+    built = BUILD_OK in res.files
+    log = res.files.get(BUILD_LOG, b"").decode("utf-8", "replace")
+    return BoxRun(built=built, build_log=log, result=res, files=res.files)
+
+
 def to_verdict(task_id: str, checks: Sequence[Check], seconds: float) -> Verdict:
     """The public verdict: a failed build is an error (the code could not run), the rest are tests."""
     if checks and checks[0].name == "compiles" and not checks[0].passed:
