@@ -7,14 +7,14 @@ column-order naive loop. Each run is one sandboxed harness run (7 interleaved re
 
 from __future__ import annotations
 
+import secrets
 import statistics
 import sys
 from pathlib import Path
 
-import numpy as np
-
+from interviewer.checker import channel
 from interviewer.checker.cpp_tasks import transpose as T
-from interviewer.checker.cpp_tasks._build import build_and_run, harness_object
+from interviewer.checker.cpp_tasks._build import build_plugin_and_run, harness_object
 from interviewer.checker.sandbox import Sandbox
 
 TASK = Path(__file__).resolve().parents[1] / "rubrics" / "coding" / "cpp-tiled-transpose"
@@ -35,16 +35,16 @@ def ratios(sb: Sandbox, code: str, runs: int) -> tuple[list[float], list[float]]
     obj = harness_object(sb, "transpose_harness", (TASK / "harness.cpp").read_text(), T.FLAGS)
     out, paired = [], []
     for seed in range(runs):
+        key = channel.new_key()
         files: dict[str, str | bytes] = {
-            "solution.cpp": code,
-            "harness.o": obj,
-            "input.txt": T._input_text(
-                seed, [(1, 1)], T.TIMING_REPS, T.timing_keys(np.random.default_rng(seed), *T.TIMING_SHAPE)
-            ),
+            "input.txt": T._input_text(seed, [(1, 1)], T.TIMING_REPS, T.TIMING_SHAPE),
+            channel.KEY_FILE: f"{key} {secrets.randbits(62)}\n",
         }
-        r = build_and_run(sb, files, [*T.FLAGS, "solution.cpp", "harness.o"], ["./prog", "input.txt"],
-                          limits=T.RUN_LIMITS, collect=["report.txt"])  # fmt: skip
-        _, pairs, _ = T._parse_report(r.files.get("report.txt", b"").decode())
+        r = build_plugin_and_run(
+            sb, {"solution.cpp": code}, {"harness": obj}, files, T.FLAGS, T.PLUGIN_FLAGS, ["./prog", "input.txt"],
+            limits=T.RUN_LIMITS, collect=["report.txt"],
+        )  # fmt: skip
+        pairs = T._parse_records(r.files.get("report.txt", b""), key).timings
         t = T._timing(pairs)
         if t is not None:
             out.append(t.ratio)
