@@ -1071,3 +1071,63 @@ def test_replayed_result_of_an_earlier_timed_call_fails(sandbox: Sandbox, host_s
     fast, text = _speed_verdict(REPLAYED_RESULT, sandbox)
     assert not fast, text
     assert "checksum mismatch" in text and "fresh input" in text, text
+
+
+# A naive loop run by a helper that shares the address space but is another process (clone without
+# CLONE_THREAD): its CPU time is not the caller's, so the timed call only waited.
+HELPER_PROCESS = r"""
+#include <atomic>
+#include <csignal>
+#include <cstddef>
+#include <ctime>
+#include <sched.h>
+namespace {
+struct Job {
+    const float* src;
+    float* dst;
+    std::size_t rows, cols;
+};
+std::atomic<int> state{0};
+Job job;
+bool helper_up = false;
+alignas(64) char stack[1 << 16];
+void naive(const float* src, float* dst, std::size_t rows, std::size_t cols) {
+    for (std::size_t i = 0; i < rows; ++i)
+        for (std::size_t j = 0; j < cols; ++j) dst[j * rows + i] = src[i * cols + j];
+}
+int helper(void*) {
+    timespec nap{0, 100000};
+    for (;;) {
+        if (state.load() == 1) {
+            naive(job.src, job.dst, job.rows, job.cols);
+            state.store(2);
+        } else {
+            nanosleep(&nap, nullptr);
+        }
+    }
+}
+}  // namespace
+void transpose(const float* src, float* dst, std::size_t rows, std::size_t cols) {
+    static bool tried = false;
+    if (!tried) {
+        tried = true;
+        helper_up = clone(helper, stack + sizeof stack, CLONE_VM | CLONE_FS | CLONE_FILES | SIGCHLD, nullptr) > 0;
+    }
+    if (!helper_up || rows * cols < (std::size_t{1} << 20)) {
+        naive(src, dst, rows, cols);
+        return;
+    }
+    job = Job{src, dst, rows, cols};
+    state.store(1);
+    timespec nap{0, 100000};
+    while (state.load() != 2) nanosleep(&nap, nullptr);
+    state.store(0);
+}
+"""
+
+
+def test_work_offloaded_to_a_helper_process_is_not_free(sandbox: Sandbox, host_snapshot: None) -> None:
+    """A transpose done by a clone(CLONE_VM) helper process cost the timed process nothing but waiting."""
+    fast, text = _speed_verdict(HELPER_PROCESS, sandbox)
+    assert not fast, text
+    assert "not measurably faster" in text, text
