@@ -35,7 +35,7 @@ GROUPS = {
     "forged C++ passes (skipped timed calls, drawn timed shape, sanitizer hooks)": ("transpose", "sanitizer_hooks"),
     "C++ timing: report rewritten by a destructor, remembered results replayed, work in a helper process": ("timing_report", "replayed_result", "helper_process"),
     "C++ sanitizers: options through the environment + re-exec, pasted no_sanitize": (
-        "sanitizer_options", "no_sanitize_attribute",
+        "sanitizer_options", "no_sanitize_attribute", "ifunc_resolver",
     ),
     "hidden C++ drivers (.incbin)": ("incbin",),
 }  # fmt: skip

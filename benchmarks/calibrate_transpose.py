@@ -2,7 +2,8 @@
 
 Run: .venv/bin/python benchmarks/calibrate_transpose.py [runs] [solution.cpp ...]
 Without files it times the reference (32x32 tiles), 16x16 and 64x64 tiles, the naive loop and the
-column-order naive loop. Each run is one sandboxed harness run (7 interleaved repetitions, best of each).
+column-order naive loop. Each run is one sandboxed harness run (7 interleaved repetitions, best of each) on
+the timed shape the grader would draw for that seed (sides 1536, 2048 or 2560).
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import secrets
 import statistics
 import sys
 from pathlib import Path
+
+import numpy as np
 
 from interviewer.checker import channel
 from interviewer.checker.cpp_tasks import transpose as T
@@ -37,7 +40,9 @@ def ratios(sb: Sandbox, code: str, runs: int) -> tuple[list[float], list[float]]
     for seed in range(runs):
         key = channel.new_key()
         files: dict[str, str | bytes] = {
-            "input.txt": T._input_text(seed, [(1, 1)], T.TIMING_REPS, T.TIMING_SHAPE),
+            "input.txt": T._input_text(
+                seed, [(1, 1)], T.TIMING_REPS, T.timing_shape(np.random.default_rng(seed))
+            ),
             channel.KEY_FILE: f"{key} {secrets.randbits(62)}\n",
         }
         r = build_plugin_and_run(

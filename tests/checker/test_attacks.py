@@ -1131,3 +1131,24 @@ def test_work_offloaded_to_a_helper_process_is_not_free(sandbox: Sandbox, host_s
     fast, text = _speed_verdict(HELPER_PROCESS, sandbox)
     assert not fast, text
     assert "not measurably faster" in text, text
+
+
+IFUNC = r"""
+#include <cstddef>
+extern "C" {
+static int real_impl(int x) { return x + 1; }
+static void* pick() { return reinterpret_cast<void*>(&real_impl); }  // runs while the program is loaded
+int chosen(int) __attribute__((ifunc("pick")));
+}
+"""
+
+
+def test_ifunc_resolver_that_runs_before_the_exec_guard_is_refused(sandbox: Sandbox) -> None:
+    """An ifunc's resolver runs during relocation, before any .preinit_array entry: it could still exec."""
+    from interviewer.checker.cpp_tasks import _build
+    from interviewer.checker.cpp_tasks import debug_project as D
+
+    units, log = _build.compile_units_full(sandbox, {"stats.cpp": IFUNC}, {}, D.ASAN_FLAGS)
+    assert units, log
+    hooks = D.sanitizer_hooks(units["stats.cpp"].symbols)
+    assert any("chosen" in h and "ifunc" in h for h in hooks), hooks

@@ -138,7 +138,11 @@ INTERNALS = frozenset({
     "get_objects", "get_referrers", "get_referents", "exc_info", "last_traceback",
     "tb_frame", "tb_next", "f_back", "f_locals", "f_globals", "f_builtins", "f_code", "gi_frame", "gi_code",
     "cr_frame", "ag_frame", "cell_contents", "co_code", "co_consts", "exec", "eval", "compile",
-    "addaudithook", "audit", "setprofile", "settrace", "system", "popen", "spawn", "fork",
+    "addaudithook", "audit", "setprofile", "getprofile", "settrace", "system", "popen", "spawn", "fork",
+    # Modules NumPy's own modules hold as globals, and string-keyed attribute access (attrgetter & co.),
+    # which would reach everything above by a name the tree never shows.
+    "os", "operator", "attrgetter", "methodcaller", "functools", "itertools", "pickle", "types", "weakref",
+    "warnings", "contextlib",
 })  # fmt: skip
 
 
