@@ -231,8 +231,8 @@ def _install_numpy_policy(fd: int) -> None:
     internals), a function of the solution entered again while it is still running (recursion however it
     was arranged), code loaded with marshal except a .pyc of the Python installation the import system has
     just opened, new code objects, ctypes, new processes, and every way to reach the object graph or a
-    frame (``gc.get_objects``/``get_referrers``, ``sys._getframe``, ``tb_frame``, ``gi_frame``...), through
-    which code could find this hook's state. Imports beyond NumPy and the standard library are refused with
+    frame (``gc.get_objects``/``get_referrers``, ``tb_frame``, ``gi_frame``..., and ``sys._getframe`` called
+    from code that is not library code), through which code could find this hook's state. Imports beyond NumPy and the standard library are refused with
     an ImportError (library code probes optional modules inside try/except).
 
     The hook keeps no "busy" flag that code could set to switch it off: the only event it lets through
@@ -295,10 +295,11 @@ def _install_numpy_policy(fd: int) -> None:
     def hook(event: str, args: tuple[Any, ...]) -> None:
         if event == "compile":
             src, filename = args[0], args[1]
-            if filename == own_parse:
+            # Only exact str/bytes, compared or decoded: a method of an object of the solution (__eq__,
+            # __fspath__, __str__) called from here would run its code inside this hook, and could answer
+            # "equal" to skip the check.
+            if type(filename) is str and filename == own_parse:
                 return
-            # Only exact str/bytes: calling into an object of the solution (__fspath__, __str__) from here
-            # would run its code inside this hook.
             name = (
                 filename
                 if type(filename) is str
