@@ -930,6 +930,16 @@ struct Quiet {
 }  // namespace
 """
 
+# The same from the earliest hook a program can have, an entry of its own in .preinit_array.
+REEXEC_FROM_PREINIT = REEXEC_WITH_OPTIONS.replace(
+    "struct Quiet {\n    Quiet() {", "void quiet_early(int, char**, char**) {\n    {"
+).replace(
+    "} quiet;",
+    '}\n__attribute__((section(".preinit_array"), used)) void (*const quiet_entry)(int, char**, char**) = '
+    "quiet_early;",
+)
+assert REEXEC_FROM_PREINIT.count("quiet_early") == 2
+
 PASTED_NO_SANITIZE = '#define CAT(a, b) a##b\n#define QUIET __attribute__((CAT(no_, sanitize)("thread")))\n'
 
 
@@ -955,11 +965,13 @@ def _debug_project_with(stats_extra: str, *, fix_leak: bool, quiet_merge: bool =
     return code
 
 
+@pytest.mark.parametrize("hook", ["static constructor", "own .preinit_array entry"])
 def test_sanitizer_options_set_by_reexecuting_itself_do_not_apply(
-    sandbox: Sandbox, host_snapshot: None
+    hook: str, sandbox: Sandbox, host_snapshot: None
 ) -> None:
     """A constructor set ASAN/LSAN/TSAN options in the environment and exec'd /proc/self/exe."""
-    code = _debug_project_with(REEXEC_WITH_OPTIONS, fix_leak=False)
+    attack = REEXEC_WITH_OPTIONS if hook == "static constructor" else REEXEC_FROM_PREINIT
+    code = _debug_project_with(attack, fix_leak=False)
     v = _cpp_task("cpp-debug-project", code, sandbox)
     text = v.render_text()
     assert not v.passed, text
