@@ -975,9 +975,52 @@ def test_sanitizer_options_set_by_reexecuting_itself_do_not_apply(
     v = _cpp_task("cpp-debug-project", code, sandbox)
     text = v.render_text()
     assert not v.passed, text
-    failed = {t.name: t.message for t in v.tests if not t.passed}
-    assert "LeakSanitizer" in failed.get("AddressSanitizer + LeakSanitizer + UBSan", ""), text
-    assert "ThreadSanitizer reported" in failed.get("ThreadSanitizer", ""), text
+    # Code that runs before main is refused outright; the exec guard under it is checked on its own below.
+    assert "[FAIL] no sanitizer hooks" in text and "array (code that runs before main" in text, text
+
+
+EXEC_PROBE = r"""
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <unistd.h>
+static void try_exec(const char* when) {
+    char self[] = "/proc/self/exe";
+    char* args[] = {self, nullptr};
+    execv(self, args);
+    std::printf("%s: execv %s\n", when, std::strerror(errno));
+    std::fflush(stdout);
+}
+static void early(int, char**, char**) { try_exec("preinit"); }
+__attribute__((section(".preinit_array"), used)) static void (*const early_entry)(int, char**, char**) = early;
+struct Ctor { Ctor() { try_exec("constructor"); } } ctor;
+int main() { try_exec("main"); std::printf("main ran\n"); return 0; }
+"""
+
+
+@pytest.mark.parametrize("variant", ["AddressSanitizer", "ThreadSanitizer"])
+def test_exec_guard_refuses_reexec_before_any_candidate_code(
+    variant: str, sandbox: Sandbox, host_snapshot: None
+) -> None:
+    """The guard unit, linked first, refuses exec from the program's earliest hooks on (a second layer under
+    the refusal of code that runs before main)."""
+    from interviewer.checker.cpp_tasks import _build
+    from interviewer.checker.cpp_tasks import debug_project as D
+    from interviewer.checker.cpp_tasks._guard import exec_guard_source
+
+    v = next(x for x in D.VARIANTS if x.name.startswith(variant))
+    guard, glog = _build.compile_units(sandbox, {D.GUARD: exec_guard_source(v.env)}, {}, v.flags)
+    probe, plog = _build.compile_units(sandbox, {"probe.cpp": EXEC_PROBE}, {}, v.flags)
+    assert guard and probe, glog + plog
+    run = _build.link_and_run(
+        sandbox, {**guard, **probe}, {}, v.flags, ["./prog"], env=v.env, seccomp="sanitizer",
+        limits=Limits(wall_seconds=20, memory_mb=2048, address_space_limit=False),
+    )  # fmt: skip
+    out = run.result.stdout
+    assert run.built and "main ran" in out, (run.build_log, out, run.result.stderr)
+    for when in ("preinit", "constructor", "main"):
+        assert f"{when}: execv Operation not permitted" in out, out
+    assert out.count("main ran") == 1, out
 
 
 def test_no_sanitize_attribute_built_by_token_pasting_is_refused(
@@ -1164,3 +1207,86 @@ def test_ifunc_resolver_that_runs_before_the_exec_guard_is_refused(sandbox: Sand
     assert units, log
     hooks = D.sanitizer_hooks(units["stats.cpp"].symbols)
     assert any("chosen" in h and "ifunc" in h for h in hooks), hooks
+
+
+# ------------------------------------------------------------------ C++ debug task: the driver's output printed by project code
+# Reads the driver's input, prints every summary and the end marker the way the driver would, and exits
+# before the project's own (leaking, racing) code ever runs.
+PRINT_DRIVER_OUTPUT = r"""
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <unistd.h>
+namespace {
+void forge() {
+    std::FILE* in = std::fopen("input.txt", "r");
+    if (!in) return;
+    char first[128];
+    if (!std::fgets(first, sizeof first, in)) return;
+    unsigned long long a = 0, b = 0;
+    const int got = std::sscanf(first, "%llu %llu", &a, &b);
+    const unsigned long long nonce = got == 2 ? a : a;
+    const int scen = static_cast<int>(got == 2 ? b : a);
+    for (int s = 0; s < scen; ++s) {
+        int w = 0;
+        std::size_t nb = 0;
+        if (std::fscanf(in, "%d %zu", &w, &nb) != 2) return;
+        std::size_t count = 0;
+        double sum = 0, mn = 1e300, mx = -1e300;
+        for (std::size_t k = 0; k < nb; ++k) {
+            char head[32];
+            if (std::fscanf(in, "%31s", head) != 1) return;
+            if (std::strcmp(head, "g") == 0) {
+                long long n, p, q;
+                if (std::fscanf(in, "%lld %lld %lld", &n, &p, &q) != 3) return;
+                for (long long i = 0; i < n; ++i) {
+                    double v = double((p + i * q) % 16000 - 8000) / 8.0;
+                    ++count; sum += v; mn = v < mn ? v : mn; mx = v > mx ? v : mx;
+                }
+            } else {
+                unsigned long long n = std::strtoull(head, nullptr, 10);
+                for (unsigned long long i = 0; i < n; ++i) {
+                    double v;
+                    if (std::fscanf(in, "%lf", &v) != 1) return;
+                    ++count; sum += v; mn = v < mn ? v : mn; mx = v > mx ? v : mx;
+                }
+            }
+        }
+        std::printf("summary %d %zu %.17g %.17g %.17g %.17g\n", s, count, sum, mn, mx, sum / count);
+    }
+    std::printf("end %llu\n", nonce);
+    std::fflush(stdout);
+    _exit(0);
+}
+"""
+FORGE_FROM = {
+    "a static constructor": PRINT_DRIVER_OUTPUT + "struct Early {\n    Early() { forge(); }\n} early;\n}\n",
+    "the project's own function": PRINT_DRIVER_OUTPUT + "}\nvoid forge_now() { forge(); }\n",
+}
+
+
+@pytest.mark.parametrize("where", list(FORGE_FROM))
+def test_driver_output_printed_by_project_code_is_not_believed(
+    where: str, sandbox: Sandbox, host_snapshot: None
+) -> None:
+    """Project code printed the driver's summaries and end marker itself and exited before the leaking,
+    racing pipeline ran: "clean run: no report" under both sanitizers with all three bugs left in."""
+    from interviewer.checker import get_task
+    from interviewer.checker.cpp_tasks import debug_project as D
+
+    files = D.shipped_files(get_task("cpp-debug-project").path)
+    files["stats.cpp"] = FORGE_FROM[where] + files["stats.cpp"]
+    if where == "the project's own function":
+        files["pool.cpp"] = (
+            files["pool.cpp"]
+            .replace("Summary process_all(", "void forge_now();\nSummary process_all(")
+            .replace("    WorkQueue queue;\n", "    forge_now();\n    WorkQueue queue;\n", 1)
+        )
+        assert "forge_now();\n    WorkQueue" in files["pool.cpp"]
+    v = _cpp_task("cpp-debug-project", D.join_files(files), sandbox)
+    text = v.render_text()
+    assert not v.passed, text
+    if where == "a static constructor":
+        assert "[FAIL] no sanitizer hooks" in text and ".init_array" in text, text
+    else:
+        assert "[FAIL] results" in text and "no summary for test 1" in text, text

@@ -166,6 +166,7 @@ class Unit:
     obj: bytes
     symbols: str
     expanded: str = ""
+    sections: str = ""  # with ``preprocess``: ``readelf -SW`` of the unit compiled without instrumentation
 
 
 def own_lines(preprocessed: str) -> str:
@@ -239,13 +240,17 @@ def compile_units_full(
         if preprocess:
             pre = (
                 " && " + shlex.join([CXX, *BASE_FLAGS, *flags, "-E", "-o", f"{src}.ii", src]) + f" 2>>{q}.log"
+                # The sections of the same preprocessed text compiled without instrumentation: the
+                # sanitizers add constructors of their own to every instrumented object.
+                f" && {shlex.join([CXX, *BASE_FLAGS, *flags, '-fno-sanitize=all', '-c', '-o', f'{src}.plain.o', f'{src}.ii'])}"
+                f" 2>>{q}.log && readelf -SW {q}.plain.o >{q}.sec 2>>{q}.log"
             )
         lines.append(f"({cmd} >{q}.log 2>&1 && nm -P {q}.o >{q}.nm 2>>{q}.log{pre}) &")
         if (k + 1) % jobs == 0:
             lines.append("wait")
     lines.append("wait")
     files: dict[str, bytes | str] = {**headers, **{n: sources[n] for n in todo}}
-    exts = ("o", "log", "nm", "ii") if preprocess else ("o", "log", "nm")
+    exts = ("o", "log", "nm", "ii", "sec") if preprocess else ("o", "log", "nm")
     collect = [f"{n}.{ext}" for n in todo for ext in exts]
     res = sandbox.run(files, ["/bin/sh", "-c", "\n".join(lines)], COMPILE_LIMITS, collect=collect)
     log = "".join(res.files.get(f"{n}.log", b"").decode("utf-8", "replace") for n in todo)
@@ -256,7 +261,10 @@ def compile_units_full(
     with _obj_lock:
         for n in todo:
             expanded = own_lines(res.files[f"{n}.ii"].decode("utf-8", "replace")) if preprocess else ""
-            unit = Unit(res.files[f"{n}.o"], res.files[f"{n}.nm"].decode("utf-8", "replace"), expanded)
+            sections = res.files[f"{n}.sec"].decode("utf-8", "replace") if preprocess else ""
+            unit = Unit(
+                res.files[f"{n}.o"], res.files[f"{n}.nm"].decode("utf-8", "replace"), expanded, sections
+            )
             units[n] = _unit_cache[keys[n]] = unit
         while len(_unit_cache) > _UNIT_CACHE_MAX:
             _unit_cache.pop(next(iter(_unit_cache)))

@@ -11,6 +11,7 @@ are right, and no sanitizer spoke.
 from __future__ import annotations
 
 import dataclasses
+import hmac
 import re
 import secrets
 import time
@@ -21,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from interviewer.checker import channel
 from interviewer.checker.cpp_tasks._build import (
     BoxRun,
     Check,
@@ -189,16 +191,27 @@ def _batch_line(b: Batch) -> str:
     return " ".join([str(len(b)), *(repr(v) for v in b)])
 
 
-def _input(nonce: int, scenarios: list[Scenario]) -> str:
-    lines = [f"{nonce} {len(scenarios)}"]
+def _input(scenarios: list[Scenario]) -> str:
+    lines = [f"{len(scenarios)}"]
     for workers, batches in scenarios:
         lines.append(f"{workers} {len(batches)}")
         lines += [_batch_line(b) for b in batches]
     return "\n".join(lines) + "\n"
 
 
+def driver_lines(stdout: str, key: str) -> list[str]:
+    """The lines the driver signed with the run's key (``<tag> <line>``); anything else is ignored: project
+    code may print, but cannot print a summary or the end marker the grader believes."""
+    out = []
+    for raw in stdout.splitlines():
+        tag, _, line = raw.partition(" ")
+        if len(tag) == 64 and hmac.compare_digest(tag, channel.sign(key, line.encode())):
+            out.append(line)
+    return out
+
+
 def _check_summaries(
-    stdout: str, nonce: int, scenarios: list[Scenario], stopped_by: str | None = None
+    stdout: str, key: str, scenarios: list[Scenario], stopped_by: str | None = None
 ) -> str | None:
     """None when every summary is right and the run reached its end marker, else the first problem.
 
@@ -207,11 +220,11 @@ def _check_summaries(
     """
     got: dict[int, list[str]] = {}
     finished = False
-    for line in stdout.splitlines():
+    for line in driver_lines(stdout, key):
         parts = line.split()
         if parts[:1] == ["summary"] and len(parts) == 7 and parts[1].isdigit():
             got.setdefault(int(parts[1]), parts[2:])
-        elif parts == ["end", str(nonce)]:
+        elif parts == ["end", str(len(scenarios))]:
             finished = True
     names = ("count", "sum", "min", "max", "mean")
     for s, (workers, batches) in enumerate(scenarios):
@@ -295,6 +308,7 @@ def _run_variant(
     shipped: Mapping[str, str],
     harness: str,
     inp: str,
+    key: str,
     limits: Limits,
 ) -> tuple[BoxRun, list[str]]:
     """Build one sanitizer variant (cached objects where nothing changed), then run the driver.
@@ -322,12 +336,13 @@ def _run_variant(
             for m in FORBIDDEN.finditer(u.expanded)
         }
     )
+    hooks += sorted({p for u in units.values() for p in early_code(u.sections, u.symbols)})
     if hooks:
         return BoxRun(built=True, build_log=log, result=RunResult(None, "", "", False, None, 0.0)), hooks
     # The guard first: its .preinit_array entry runs before anything of the candidate's (see _guard.py).
     objects = {**guard, **driver, **{n: u.obj for n, u in units.items()}}
     run = link_and_run(
-        sandbox, objects, {"input.txt": inp}, variant.flags, ["./prog", "input.txt"],
+        sandbox, objects, {"input.txt": inp, channel.KEY_FILE: key}, variant.flags, ["./prog", "input.txt"],
         env=variant.env, limits=limits, seccomp="sanitizer",
     )  # fmt: skip
     return run, []
@@ -343,6 +358,37 @@ _HOOK_CALL = re.compile(
     r"__sanitizer_set_report_(?:path|fd)|__asan_set_error_report_callback|__sanitizer_set_death_callback|"
     r"__tsan_(?:acquire|release|ignore_\w+|mutex_\w+)|Annotate\w+|dlsym|dlvsym|dlopen)$"
 )
+
+
+# Sections whose code runs outside the driver's calls: before main (and before the driver has read and
+# deleted its key) or after it has printed its end marker.
+_EARLY_SECTIONS = re.compile(r"^\.(?:init_array|fini_array|preinit_array|ctors|dtors|init|fini)(?:\.\d+)?$")
+_SECTION_ROW = re.compile(r"\]\s+(?P<name>\S+)\s+\S+\s+[0-9a-f]+\s+[0-9a-f]+\s+(?P<size>[0-9a-f]+)\s")
+# A definition that replaces a C library, C++ runtime or standard-library function (the program's own
+# definitions come first in symbol lookup) runs project code inside the driver's calls to it.
+_RUNTIME_MANGLED = re.compile(r"^_Z(?:n[wa]|d[la]|NSt|NKSt|St|N9__gnu_cxx|NK9__gnu_cxx|N10__cxxabiv1)")
+
+
+def early_code(sections: str, nm_output: str) -> list[str]:
+    """Ways an object runs code the driver did not call: constructors/destructors (``readelf -SW``), and
+    strong definitions of C-linkage functions or of the C++ runtime's and standard library's (``nm -P``)."""
+    found = []
+    for line in sections.splitlines():
+        m = _SECTION_ROW.search(line)
+        if m and _EARLY_SECTIONS.match(m.group("name")) and int(m.group("size"), 16) > 0:
+            found.append(
+                f"{m.group('name')} (code that runs before main or after it: a global object with a "
+                "constructor or destructor, #include <iostream>, __attribute__((constructor)); the tests run "
+                "only what the driver calls)"
+            )
+    for line in nm_output.splitlines():
+        parts = line.split()
+        if len(parts) < 2 or parts[1] not in ("T", "W"):
+            continue
+        name = parts[0].split("@")[0]
+        if not name.startswith("_Z") or (parts[1] == "T" and _RUNTIME_MANGLED.match(name)):
+            found.append(f"{name} (replaces a library or runtime function of the same name)")
+    return found
 
 
 def sanitizer_hooks(nm_output: str) -> list[str]:
@@ -383,11 +429,11 @@ def grade_checks(
     seed = secrets.randbits(62) if seed is None else seed
     rng = np.random.default_rng(seed)
     scenarios = _batches(rng)
-    nonce = secrets.randbits(60)
-    inp = _input(nonce, scenarios)
+    inp = _input(scenarios)
+    keys = {v.name: channel.new_key() for v in VARIANTS}
 
     def one(v: Variant) -> tuple[BoxRun, list[str]]:
-        return _run_variant(sandbox, v, project, shipped, harness, inp, limits)
+        return _run_variant(sandbox, v, project, shipped, harness, inp, keys[v.name], limits)
 
     # Both builds at once: they are independent, and the machine has two cores.
     with ThreadPoolExecutor(max_workers=len(VARIANTS)) as pool:
@@ -412,7 +458,7 @@ def grade_checks(
     names = set(project)
     report = _sanitizer_report(asan.result.stderr, names)
     stopped = "AddressSanitizer" if report else None
-    problem = _check_summaries(asan.result.stdout, nonce, scenarios, stopped)
+    problem = _check_summaries(asan.result.stdout, keys[VARIANTS[0].name], scenarios, stopped)
     if problem and report is None and asan.crashed:
         problem = f"{problem}: {describe_failure(asan)}\n{tail(asan.result.stderr, 8)}"
     checks.append(
@@ -431,7 +477,7 @@ def grade_checks(
         tsan_report = _sanitizer_report(tsan.result.stderr, names)
         checks.append(_sanitizer_check("ThreadSanitizer", tsan, tsan_report))
         tsan_problem = _check_summaries(
-            tsan.result.stdout, nonce, scenarios, "ThreadSanitizer" if tsan_report else None
+            tsan.result.stdout, keys[VARIANTS[1].name], scenarios, "ThreadSanitizer" if tsan_report else None
         )
         if tsan_problem and problem is None and tsan_report is None:
             checks.append(Check("results under ThreadSanitizer", False, tsan_problem))
