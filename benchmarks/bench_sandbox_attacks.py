@@ -34,8 +34,8 @@ GROUPS = {
     "results channel (forged lines, key hunt, frame flood, deep JSON, huge ints, 15 MB values)": ("results_channel", "hostile_result", "deep_json", "out_of_reach", "flood_of_result"),
     "forged C++ passes (skipped timed calls, drawn timed shape, sanitizer hooks)": ("transpose", "sanitizer_hooks"),
     "C++ timing: report rewritten by a destructor, remembered results replayed, work in a helper process": ("timing_report", "replayed_result", "helper_process"),
-    "C++ sanitizers: options through the environment + re-exec, pasted no_sanitize, driver output printed by project code": (
-        "sanitizer_options", "no_sanitize_attribute", "ifunc_resolver",
+    "C++ sanitizers: options via environment + re-exec, ifuncs, pasted no_sanitize, driver output printed by project code": (
+        "sanitizer_options", "no_sanitize_attribute", "ifunc_resolver", "exec_guard", "printed_by_project",
     ),
     "hidden C++ drivers (.incbin)": ("incbin",),
 }  # fmt: skip
