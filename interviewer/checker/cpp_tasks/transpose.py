@@ -52,6 +52,10 @@ EDGE_SHAPES: tuple[tuple[int, int], ...] = (
 # naive walk still thrashes): code that recognises "the timing shape" has nothing fixed to recognise.
 TIMING_SHAPE = (2048, 2048)
 TIMING_SIDES = (1536, 2048, 2560)
+# Every pair of sides but 2048 rows with another column count: there the destination rows of a 32x32 tile
+# are 8 KiB apart and share cache sets, and the column-order naive loop (strided reads of a non-power-of-two
+# row) is as fast as the tiled reference (0.94-1.16 measured, with this harness and the one before it).
+TIMING_SHAPES = tuple((r, c) for r in TIMING_SIDES for c in TIMING_SIDES if r != 2048 or c == 2048)
 TIMING_REPS = 7
 SPEED_TEST = "faster than naive (large matrix)"
 # Required speedup: best CPU time of the faster naive loop order / best CPU time of the candidate, 7
@@ -134,7 +138,7 @@ def expected_checksum(row_key: list[int], col_key: list[int]) -> int:
 
 def timing_shape(rng: np.random.Generator) -> tuple[int, int]:
     """The large shape timed in this run, drawn from the grader's seed."""
-    return int(rng.choice(TIMING_SIDES)), int(rng.choice(TIMING_SIDES))
+    return TIMING_SHAPES[int(rng.integers(len(TIMING_SHAPES)))]
 
 
 def _shapes(rng: np.random.Generator) -> list[tuple[int, int]]:
