@@ -63,8 +63,8 @@ SPEED_TEST = "faster than naive (large matrix)"
 # variant at load average 7-13 from other work (see README.md): 32x32 tiles 1.58-1.95, 16x16 1.30-1.74,
 # 64x64 1.11-1.96 (their 64 rows at a 8 KiB stride share L1 sets); the row-order naive loop 0.92-1.10,
 # the column-order one 0.75-0.95. 1.2 keeps the naive loops out with margin; retries keep 64x64 in.
-# Re-measured with the two-process harness on the drawn shapes (8 runs, load average 21-23): 32x32
-# 1.55-1.87, 16x16 1.29-1.73, 64x64 1.59-1.95, naive row order 0.91-1.01, column order 0.40-0.91.
+# Re-measured with the two-process harness on the drawn shapes (8 runs, load average 20-25): 32x32
+# 1.60-1.84, 16x16 1.19-1.84, 64x64 1.54-1.75, naive row order 0.73-0.99, column order 0.35-0.84.
 MIN_SPEEDUP = 1.2
 # A ratio in [RETRY_ABOVE, MIN_SPEEDUP) may be noise from other load: up to RETRIES more runs, best counts.
 RETRY_ABOVE = 1.0
