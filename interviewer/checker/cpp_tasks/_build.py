@@ -215,7 +215,7 @@ def compile_units_full(
     (:attr:`Unit.expanded`), for checks a pasted or macro-built spelling must not slip past.
 
     The box holds exactly ``sources`` and ``headers``: never put a hidden file (a driver) in the same call
-    as candidate code, since ``asm(".incbin ...")`` or ``#include`` would embed it (#15). Nothing but the
+    as candidate code, since ``asm(".incbin ...")`` or ``#include`` would embed it. Nothing but the
     compiler and ``nm`` runs there, so the objects it returns are exactly what the sources compile to, and
     are cached by sources, headers and flags: a resubmission recompiles only what changed. An empty
     result means the build failed; ``log`` has the errors in source order.

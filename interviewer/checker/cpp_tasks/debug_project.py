@@ -435,7 +435,7 @@ def grade_checks(
     def one(v: Variant) -> tuple[BoxRun, list[str]]:
         return _run_variant(sandbox, v, project, shipped, harness, inp, keys[v.name], limits)
 
-    # Both builds at once: they are independent, and the machine has two cores.
+    # Both builds at once: they are independent, and compiling is the slow part.
     with ThreadPoolExecutor(max_workers=len(VARIANTS)) as pool:
         built = list(pool.map(one, VARIANTS))
     runs = [r for r, _ in built]

@@ -46,8 +46,8 @@ EDGE_SHAPES: tuple[tuple[int, int], ...] = (
     (1, 1), (1, 37), (37, 1), (2, 3), (31, 33), (32, 32), (33, 31), (64, 64),
     (65, 129), (100, 7), (7, 100), (257, 300), (1000, 3), (3, 1000),
 )  # fmt: skip
-# 2048 x 2048 floats is 16 MiB per matrix: source plus destination fill the 32 MiB L3 of this machine and
-# dwarf its 2 MiB L2s; the power-of-two stride makes the naive column walk thrash the same cache sets.
+# 2048 x 2048 floats is 16 MiB per matrix: source plus destination fill a typical 32 MiB L3 and
+# dwarf 2 MiB L2s; the power-of-two stride makes the naive column walk thrash the same cache sets.
 # Each run times a shape drawn from the grader's seed among sides that are multiples of 512 floats (so the
 # naive walk still thrashes): code that recognises "the timing shape" has nothing fixed to recognise.
 TIMING_SHAPE = (2048, 2048)
