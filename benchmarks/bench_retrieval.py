@@ -99,10 +99,11 @@ def _quality(
             "round": round_ if round_filter else None,
             "per_source": cap,
         }
-        # Asked separately: with a cap, the first 5 of a k=10 answer can differ from the k=5 answer.
+        # One ranking: the first 5 of the k=10 answer are the k=5 answer (checked by _deeper).
         query = text if texts else None
-        top5 = {p.source for p in r.search(vec, k=5, query=query, **filters)}
-        sources = [p.source for p in r.search(vec, k=10, query=query, **filters)]
+        ten = r.search(vec, k=10, query=query, **filters)
+        top5 = {p.source for p in _deeper(r.search(vec, k=5, query=query, **filters), ten)[:5]}
+        sources = [p.source for p in ten]
         out.total += len(own)
         out.found += len(own & top5)
         out.hit1 += bool(sources and sources[0] in own)
