@@ -2,7 +2,9 @@
 
 Retrieval is hybrid: MiniLM vectors in Chroma and BM25 over the same chunks, fused by reciprocal rank and
 reranked by late interaction over MiniLM token vectors (:mod:`interviewer.hybrid`). No per-file cap by default:
-the right chunk is often the third of one document.
+the right chunk is often the third of one document. Each retriever contributes a fixed pool of candidates
+(``CANDIDATE_POOL``) whatever ``k`` is, and the ranking is cut at ``k`` only at the end, so for ``k <= MAX_K``
+the top ``k`` is the head of the top ``2k``: a longer answer never reorders a shorter one.
 
 Plain ``chromadb`` rather than ``langchain-chroma`` for the store: the index needs collection metadata (content
 hash, embedder id), batched adds with a progress bar, ``$and``/``$contains`` filters, and a query by a
