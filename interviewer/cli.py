@@ -456,6 +456,9 @@ def check(
     task: Annotated[str | None, typer.Argument(help="task id (see --list)")] = None,
     file: Annotated[Path | None, typer.Argument(help="your solution file")] = None,
     list_: Annotated[bool, typer.Option("--list", help="list the task ids, one per line")] = False,
+    seed: Annotated[
+        int | None, typer.Option(help="draw the hidden inputs from this seed (a verdict prints its seed)")
+    ] = None,
 ) -> None:
     """Run a coding task's hidden tests in the sandbox; exit 0 only when every test passes."""
     from interviewer import checker
@@ -465,14 +468,14 @@ def check(
             print(t.id)
         return
     if not task or not file:
-        _fail(InputError("usage: interviewer check TASK FILE (or --list)"), code=2)
+        _fail(InputError("usage: interviewer check TASK FILE [--seed N] (or --list)"), code=2)
     assert task is not None and file is not None
     try:
         code = file.read_text(encoding="utf-8")
     except OSError as e:
         _fail(InputError(f"cannot read {file}: {e.strerror}"), code=2)
     try:
-        verdict = checker.check(task, code, prewarm=False)  # one shot: no box to keep warm
+        verdict = checker.check(task, code, prewarm=False, seed=seed)  # one shot: no box to keep warm
     except InterviewerError as e:
         _fail(e, code=2)
     print(verdict.render_text())
@@ -652,6 +655,42 @@ def models(base_url: BaseUrl = None, api_key: ApiKey = None) -> None:
     for m in report.models:
         print(m)
     raise typer.Exit(0 if report.ok else 1)
+
+
+@app.command()
+def doctor(
+    base_url: BaseUrl = None,
+    api_key: ApiKey = None,
+    model: ModelOpt = None,
+    data_dir: DataDir = None,
+    only: Annotated[
+        list[str] | None,
+        typer.Option("--only", help="run only this check (repeatable), e.g. --only packages"),
+    ] = None,
+) -> None:
+    """Check this install (packages vs the lock, model weights, sandbox, speech, model server, database,
+    index) and print a fix for each problem; exits 1 if any check fails."""
+    from interviewer.doctor import CHECKS, run
+
+    names = [n for n, _ in CHECKS]
+    for n in only or []:
+        if n not in names:
+            _fail(InputError(f"unknown check '{n}'; choose from: {', '.join(names)}"))
+    settings = _settings(base_url=base_url, api_key=api_key, model=model, data_dir=data_dir)
+    t = Table(show_header=True, header_style="bold", show_lines=False)
+    t.add_column("")
+    t.add_column("check")
+    t.add_column("finding")
+    marks = {"ok": "[green]ok[/green]", "fail": "[red]FAIL[/red]", "skip": "[dim]skip[/dim]"}
+    findings = run(settings, only)
+    for f in findings:
+        detail = escape(f.detail) + (f"\n[yellow]fix:[/yellow] {escape(f.fix)}" if f.fix else "")
+        t.add_row(marks[f.status], f.name, detail)
+    console.print(t)
+    failed = [f.name for f in findings if f.status == "fail"]
+    if failed:
+        err.print(f"[red]{len(failed)} check(s) failed:[/red] {', '.join(failed)}")
+    raise typer.Exit(1 if failed else 0)
 
 
 def main() -> None:

@@ -74,6 +74,10 @@ class Settings(BaseSettings):
     # replicas of one deployment must share it (docs/deploy.md), or a candidate moved to another replica after a
     # failover is a stranger there. At least 32 characters.
     owner_secret: str | None = Field(default=None, min_length=32, repr=False)
+    # The credential for admin actions in the web app (switching the model, testing a connection): required
+    # whenever it is set. Unset: those actions exist only in single-user local mode (interviewer/admin.py,
+    # docs/security.md). At least 32 characters.
+    admin_token: str | None = Field(default=None, min_length=32, repr=False)
     host: str = "127.0.0.1"
     port: int = Field(default=7860, ge=0, le=65535)
     # Speech (issue 6): a separate OpenAI-compatible audio server, when set.

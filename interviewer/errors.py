@@ -27,6 +27,10 @@ class ModelTimeout(ModelError):
     """The model server did not answer in time."""
 
 
+class ModelClientBroken(ModelError):
+    """The model client itself cannot send a request (a library mismatch, a bad setting): not the server."""
+
+
 class EmbeddedModelError(ModelError):
     """The embedded model could not be assembled, verified or started."""
 

@@ -1,8 +1,10 @@
 """Which model-server URLs the settings panel may reach: a connection test must not become a port scanner.
 
 :func:`check_url` allows http(s) URLs whose host resolves to public addresses, or to this machine when the
-app is local-only, and refuses private, link-local (cloud metadata at 169.254.169.254), multicast and reserved
-ranges unless the host was configured by whoever runs the server (``--base-url``, ``INTERVIEWER_*_URL``).
+caller allows loopback, and refuses private, link-local (cloud metadata at 169.254.169.254), multicast and
+reserved ranges unless the host was configured by whoever runs the server (``--base-url``,
+``INTERVIEWER_*_URL``). The web app asks it only for an admin's request (:mod:`interviewer.admin`): anyone else
+is refused before any address is resolved.
 """
 
 from __future__ import annotations

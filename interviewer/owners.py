@@ -17,12 +17,25 @@ import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
-from interviewer.errors import ConfigError
+from interviewer.errors import ConfigError, InputError
 
 SECRET_NAME = "owner-secret"
 WEB = "web:"
 CLI_OWNER = "local"
 _LEGACY = "browser:"  # unsigned tokens of earlier versions: 128 random bits, honoured once and re-signed
+# A token this server issues is about 60 characters; anything much longer was not issued here, and is not
+# worth hashing (or storing as a legacy owner id).
+MAX_TOKEN_CHARS = 256
+
+
+def checked_token(token: object) -> str | None:
+    """``token`` if it is a string (or None); InputError for anything else a client put in its place."""
+    if token is None or isinstance(token, str):
+        return token
+    raise InputError(
+        f"the owner token must be a string, not {type(token).__name__}: reload the page "
+        "(an API client passes the token the server returned, unchanged)"
+    )
 
 
 def load_secret(data_dir: Path) -> bytes:
@@ -76,21 +89,32 @@ class OwnerTokens:
 
     def verify(self, token: str | None) -> str | None:
         """The owner a token stands for, or None if the token was not issued by this server."""
-        if not token or not token.startswith(WEB):
+        token = checked_token(token)
+        if not token or len(token) > MAX_TOKEN_CHARS or not token.startswith(WEB):
             return None
         owner, dot, sig = token.rpartition(".")
         if not dot or not hmac.compare_digest(sig, self._sign(owner)):
             return None
         return owner
 
-    def resolve(self, token: str | None, username: str | None = None) -> Resolved:
-        """The owner of a request: the login when there is one, else the browser's token if it is genuine."""
+    def resolve(self, token: object, username: str | None = None) -> Resolved:
+        """The owner of a request: the login when there is one, else the browser's token if it is genuine.
+
+        Raises:
+            InputError: ``token`` is not a string (a client sent a number, a list or an object in its place).
+        """
+        token = checked_token(token)
         if username:  # the login decides; the browser keeps the (public) name, which owns nothing by itself
             return Resolved(f"user:{username}", f"user:{username}")
         owner = self.verify(token)
         if owner is not None:
             return Resolved(owner, token or "")
-        if token and token.startswith(_LEGACY) and len(token) >= len(_LEGACY) + 22 and "." not in token:
+        if (
+            token
+            and token.startswith(_LEGACY)
+            and len(_LEGACY) + 22 <= len(token) <= MAX_TOKEN_CHARS
+            and "." not in token
+        ):
             # A browser of an earlier version: its random token was the secret; keep its sessions.
             return Resolved(token, f"{token}.{self._sign(token)}")
         fresh = self.issue()

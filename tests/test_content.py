@@ -233,3 +233,25 @@ def test_a_well_formed_reading_probe_loads_with_its_key_point(tmp_path):
         )
     )
     assert (q.probes[0].part, q.probes[0].index, q.probes[0].value) == ("why1", 1, 128)
+
+
+def _key_points(q) -> set[str]:
+    return (
+        {f"main.{i}" for i in range(len(q.key_points))}
+        | {f"why1.{i}" for i in range(len(q.why(1).key_points))}
+        | {f"why2.{i}" for i in range(len(q.why(2).key_points))}
+    )
+
+
+def test_every_key_point_of_every_concept_question_has_a_reading_probe(bank):
+    """Coding questions are graded by the sandbox; every other key point is read by at least one probe."""
+    concept = [q for q in bank.questions.values() if not q.coding_task]
+    assert concept
+    missing = [
+        f"{q.id}: {pt}" for q in concept for pt in sorted(_key_points(q) - {p.point for p in q.probes})
+    ]
+    assert not missing, f"key points with no reading probe: {missing}"
+    for q in concept:
+        for p in q.probes:
+            assert "candidate" in p.ask, f"{q.id}: probe '{p.ask}' must ask what the candidate's answer says"
+            assert len({o.strip().casefold() for o in p.options}) == len(p.options), f"{q.id}: '{p.ask}'"

@@ -148,3 +148,142 @@ def test_ordinary_resume_wording_stays() -> None:
     kept = "- Acted as tech lead; top score on the internal leaderboard, rated 4.8/5 by users"
     r = parse_resume(RESUME + kept + "\n", owner="web:a")
     assert kept in r.text
+
+
+# -- sizes and types at the web app's edge ------------------------------------------------------------------
+
+
+def test_an_oversized_answer_so_far_never_reaches_the_model_server(tmp_path: Path) -> None:
+    """The answer box's typing events carry the whole answer so far: 5 MB of it must not become a prompt."""
+    from gradio_client import Client
+
+    from interviewer.llm.standin import StandinServer
+
+    from .test_load_faults import _runtime, _served
+
+    with StandinServer(keep_prompts=1000) as server, _served(_runtime(tmp_path, server)) as (url, rt):
+        client = Client(url, verbose=False)
+        _, owner, *_ = client.predict("phone-screen", 1, False, None, api_name="/start")
+        port = rt.model()
+        assert port.prefiller is not None
+        before = len(server.stats.prompts)
+        flood = "Amdahl caps it " * 333_334  # 5,000,010 characters
+        assert len(flood) > rt.settings.max_answer_chars
+        client.predict(flood, owner, api_name="/typing")
+        assert port.prefiller.wait_idle(30)
+        biggest = max((len(str(p)) for p in server.stats.prompts[before:]), default=0)
+        assert biggest < 2 * rt.settings.max_answer_chars, f"a prompt of {biggest:,} characters was sent"
+        # An answer within the cap is still prefilled (the check above is not vacuous).
+        client.predict("Amdahl's law says the serial part caps the speedup", owner, api_name="/typing")
+        assert port.prefiller.wait_idle(30)
+        assert any("serial part caps" in str(p) for p in server.stats.prompts[before:])
+
+
+@pytest.mark.parametrize(
+    ("api_name", "args", "message"),
+    [
+        ("/send", ("A" * 20_001,), r"the answer is 20,001 characters; the limit is 20,000"),
+        ("/send", ("A" * 5_000_005,), r"the answer is 5,000,005 characters"),
+        (
+            "/clarify",
+            ("is it batched? " * 100,),
+            r"the clarifying question is 1,500 characters; the limit is 1,000",
+        ),
+        ("/run_tests", ("x = 1\n" * 20_000,), r"the code is 120,000 characters; the limit is 100,000"),
+        ("/reopen", ("0" * 5_000,), r"the session id is 5,000 characters; the limit is 128"),
+        ("/test_connection", ("http://127.0.0.1:9/" + "v" * 5_000, ""), r"the base URL is 5,019 characters"),
+        ("/use_model", ("", "", "m" * 1_000), r"the model name is 1,000 characters; the limit is 256"),
+        # (a text box turns anything into its text; the code editor passes it on as sent)
+        ("/run_tests", ({"code": "an object where code goes"},), r"the code must be text, not dict"),
+    ],
+    ids=["send", "send-5MB", "clarify", "run-tests", "reopen", "test-connection", "use-model", "code-object"],
+)
+def test_every_text_field_is_typed_and_capped_before_any_work(
+    tmp_path: Path, api_name: str, args: tuple, message: str
+) -> None:
+    from .test_privacy import _Live
+
+    app = _Live(tmp_path)
+    try:
+        c = app.client
+        _, token, *_ = c.predict("phone-screen", 1, False, None, api_name="/start")
+        sid = app.rt.store.list()[0].id
+        events = len(app.rt.store.events(sid))
+        owner_args = () if api_name in ("/test_connection", "/use_model") else (token,)
+        if api_name == "/reopen":
+            args, owner_args = (args[0], token), ()
+        with pytest.raises(Exception, match=message):
+            c.predict(*args, *owner_args, api_name=api_name)
+        assert len(app.rt.store.events(sid)) == events  # nothing was stored for it
+    finally:
+        app.close()
+
+
+def test_a_job_posting_and_questions_per_round_are_capped_at_start(tmp_path: Path) -> None:
+    from .test_privacy import _Live
+
+    app = _Live(tmp_path)
+    try:
+        c = app.client
+        with pytest.raises(Exception, match="the job posting is 60,000 characters; the limit is 50,000"):
+            c.predict("phone-screen", 1, False, None, "", None, "p" * 60_000, api_name="/start")
+        with pytest.raises(Exception, match="the round must be text"):
+            c.predict(["phone-screen"], 1, False, None, api_name="/start")
+        assert app.rt.store.list() == []
+    finally:
+        app.close()
+
+
+@pytest.mark.parametrize(
+    "owner", [{"token": "web:x.y"}, ["web:x.y"], 12345, True], ids=["dict", "list", "int", "bool"]
+)
+def test_a_non_string_owner_gets_a_clear_error_not_a_traceback(tmp_path: Path, owner: object) -> None:
+    from .test_privacy import _Live
+
+    app = _Live(tmp_path)
+    try:
+        c = app.client
+        with pytest.raises(Exception, match="the owner token must be a string"):
+            c.predict("phone-screen", 1, False, owner, api_name="/start")
+        assert app.rt.store.list() == []
+        c.predict("phone-screen", 1, False, None, api_name="/start")  # a session open in this page
+        for args, api_name in (
+            (("an answer", owner), "/send"),
+            ((owner,), "/sessions"),
+            ((owner,), "/progress"),
+            ((owner,), "/report"),
+            (("an answer", owner), "/typing"),
+        ):
+            with pytest.raises(Exception, match="the owner token must be a string"):
+                c.predict(*args, api_name=api_name)
+        sid = app.rt.store.list()[0].id
+        assert not [e for e in app.rt.store.events(sid) if e.kind == "answered"]
+    finally:
+        app.close()
+
+
+def test_an_owner_token_too_long_to_be_issued_owns_nothing(tmp_path: Path) -> None:
+    from interviewer.owners import MAX_TOKEN_CHARS, OwnerTokens
+
+    tokens = OwnerTokens(b"k" * 32)
+    genuine = tokens.issue()
+    assert len(genuine) < MAX_TOKEN_CHARS
+    for forged in ("web:" + "a" * 5_000_000 + ".sig", "browser:" + "b" * 5_000_000):
+        resolved = tokens.resolve(forged)
+        assert resolved.token != forged and len(resolved.owner) < MAX_TOKEN_CHARS  # a fresh owner instead
+    with pytest.raises(InputError, match="must be a string, not dict"):
+        tokens.resolve({"owner": genuine})
+
+
+def test_a_page_whose_stored_owner_is_damaged_starts_over_on_reload(tmp_path: Path) -> None:
+    from ui.app import App
+
+    from .test_privacy import _runtime
+
+    rt = _runtime(tmp_path)
+    try:
+        app = App(rt)
+        token, _ = app.load({"owner": "web:x"}, None)  # type: ignore[arg-type]
+        assert app.owners.verify(token) is not None  # a fresh, genuine owner the browser keeps from now on
+    finally:
+        rt.close()

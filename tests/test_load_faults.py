@@ -94,8 +94,8 @@ def test_concurrent_candidates_lose_and_cross_no_turn(
     [
         ("fail", 2, "HTTP 500"),  # 2: the client retries a failed request once
         ("hang", 2, "did not answer in time"),
-        ("drop", 1, "no model server answers"),  # mid-stream: no retry; the client calls it a lost connection
-        ("malformed", 1, "failed"),
+        ("drop", 1, "dropped the connection mid-reply"),  # mid-stream: no retry; the stream broke
+        ("malformed", 1, "not valid OpenAI-style JSON"),
     ],
 )
 def test_model_fault_mid_stream_is_explained_and_loses_nothing(

@@ -1,11 +1,14 @@
 """Privacy and control through the real Gradio app: owners cannot be forged, the model cannot be switched by
-a visitor of a shared app, the settings panel reaches no private ranges, report links expire, a share link
-needs a login, and a session is written by one app process at a time."""
+a visitor of a shared app (only with the admin token, or in single-user local mode by a direct request), the
+settings panel reaches no private ranges and scans no ports, report links expire, a share link needs a login,
+and a session is written by one app process at a time."""
 
 from __future__ import annotations
 
 import os
+import socket
 import stat
+import threading
 import time
 from pathlib import Path
 
@@ -39,8 +42,15 @@ def _runtime(data_dir: Path) -> Runtime:
 
 
 class _Live:
-    def __init__(self, data_dir: Path, max_file_size: str | None = None, **build_kw: object) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        max_file_size: str | None = None,
+        admin_token: str | None = None,
+        **build_kw: object,
+    ) -> None:
         self.rt = _runtime(data_dir)
+        self.rt.settings = self.rt.settings.model_copy(update={"admin_token": admin_token})
         self.demo = build(self.rt, **build_kw)  # type: ignore[arg-type]
         self.demo.queue()
         self.demo.launch(
@@ -200,3 +210,164 @@ def test_replicas_that_share_the_owner_secret_accept_each_others_tokens(tmp_path
     assert settings.owner_secret == "s" * 40 and "s" * 40 not in repr(settings)
     with pytest.raises(ConfigError):
         load_settings(data_dir=tmp_path / "d", owner_secret="short")
+
+
+# -- admin actions: who may change the model for everyone --------------------------------------------------
+
+ADMIN_TOKEN = "cohort-admin-token-" + "a" * 24
+
+
+class _Knocks:
+    """A loopback port that counts the connections made to it (an open port a scanner would find)."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.sock.settimeout(0.2)
+        self.count = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+        self._thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.sock.getsockname()[1]}/v1"
+
+    def _accept(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            self.count += 1
+            conn.close()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+        self.sock.close()
+
+
+def _refusal(client: Client, *args: object, api_name: str) -> str:
+    with pytest.raises(Exception) as caught:
+        client.predict(*args, api_name=api_name)
+    return str(caught.value)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_a_visitor_behind_the_cohort_proxy_cannot_switch_the_model_or_scan_loopback(tmp_path: Path) -> None:
+    """The documented cohort deployment (a replica on 127.0.0.1 behind nginx): every proxied request comes from
+    127.0.0.1, so an app that trusted the address would let any visitor point everyone's answers at its server."""
+    from interviewer.llm.standin import StandinServer
+
+    from .support.app_process import AppProcess, free_port
+    from .support.services import nginx_proxy
+
+    env = {
+        "INTERVIEWER_CONTENT_DIR": str(FIXTURE_CONTENT),
+        "INTERVIEWER_LISTEN": "false",
+        "INTERVIEWER_RETRIEVAL": "false",
+        "INTERVIEWER_OWNER_SECRET": "cohort-test-owner-secret-" + "x" * 16,
+        "INTERVIEWER_ADMIN_TOKEN": ADMIN_TOKEN,
+    }
+    knocks = _Knocks()
+    closed = f"http://127.0.0.1:{free_port()}/v1"
+    with StandinServer() as real, StandinServer() as attacker:
+        replica = AppProcess(tmp_path / "replica", real.base_url, extra_env=env).start(timeout=240)
+        try:
+            with nginx_proxy([replica.port]) as url:
+                visitor = Client(url, verbose=False)
+                # The attack: no token, the attacker's own OpenAI-compatible server.
+                said = _refusal(visitor, attacker.base_url, "", "standin", api_name="/use_model")
+                assert "set by whoever runs the server" in said
+                assert "set by whoever runs the server" in _refusal(
+                    visitor, attacker.base_url, "", "standin", "wrong-" + ADMIN_TOKEN, api_name="/use_model"
+                )
+                # The connection test tells a visitor nothing about loopback ports: one answer, no connection.
+                on_open = _refusal(visitor, knocks.url, "", api_name="/test_connection")
+                on_closed = _refusal(visitor, closed, "", api_name="/test_connection")
+                assert on_open == on_closed and knocks.count == 0
+                # Another candidate's answers still go to the deployment's model, none to the attacker's.
+                _, owner, *_ = visitor.predict("phone-screen", 1, False, None, api_name="/start")
+                visitor.predict("Amdahl: the serial 10% caps the speedup at 10x.", owner, api_name="/send")
+                assert any("serial 10%" in str(p) for p in real.stats.prompts)
+                assert attacker.stats.requests == 0 and attacker.stats.prompts == []
+                # The operator, with the deployment's token, through the same proxy.
+                admin = Client(url, verbose=False)
+                message, _ = admin.predict(real.base_url, "", ADMIN_TOKEN, api_name="/test_connection")
+                assert message.startswith("✅"), message
+        finally:
+            replica.stop()
+            knocks.close()
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"X-Forwarded-For": "203.0.113.9"},  # nginx, as deploy/nginx.conf sets it
+        {"Forwarded": "for=203.0.113.9"},
+        {"X-Real-IP": "203.0.113.9"},
+        {"Host": "rebound.attacker.example"},  # a web page that rebound its own name to 127.0.0.1
+    ],
+    ids=["x-forwarded-for", "forwarded", "x-real-ip", "dns-rebinding-host"],
+)
+def test_local_mode_refuses_model_switches_that_came_through_a_proxy(
+    tmp_path: Path, headers: dict[str, str]
+) -> None:
+    app = _Live(tmp_path, admin=True)
+    try:
+        proxied = Client(app.demo.local_url, verbose=False, headers=headers)
+        with pytest.raises(Exception, match="set by whoever runs the server"):
+            proxied.predict("https://api.example.com/v1", "k", "m", api_name="/use_model")
+        with pytest.raises(Exception, match="set by whoever runs the server"):
+            proxied.predict("http://127.0.0.1:22/v1", "", api_name="/test_connection")
+        assert app.rt.model_choice is not None and app.rt.model_choice.display_name == "scripted"
+        # The same app, asked straight from this machine: the connection test runs (and fails on a closed port).
+        message, _ = app.client.predict("http://127.0.0.1:9/v1", "", api_name="/test_connection")
+        assert message.startswith("❌")
+    finally:
+        app.close()
+
+
+def test_a_configured_admin_token_is_required_even_on_a_local_app(tmp_path: Path) -> None:
+    app = _Live(tmp_path, admin_token=ADMIN_TOKEN, admin=True)
+    try:
+        for given in ("", "x" * len(ADMIN_TOKEN), ADMIN_TOKEN[:-1]):
+            with pytest.raises(Exception, match="admin token"):
+                app.client.predict("http://127.0.0.1:9/v1", "", given, api_name="/test_connection")
+        message, _ = app.client.predict("http://127.0.0.1:9/v1", "", ADMIN_TOKEN, api_name="/test_connection")
+        assert message.startswith("❌")  # past the gate: the (closed) port was tried
+    finally:
+        app.close()
+
+
+def test_single_user_local_mode_needs_a_loopback_app_of_one_person(tmp_path: Path) -> None:
+    from interviewer.admin import AdminGate, single_user_local
+
+    plain = load_settings(data_dir=tmp_path)
+    assert single_user_local(plain, share=False, login=False)
+    assert not single_user_local(plain, share=True, login=False)
+    assert not single_user_local(plain, share=False, login=True)
+    for shared in (
+        {"host": "0.0.0.0"},
+        {"database_url": "postgresql://u:p@db/interviewer"},
+        {"owner_secret": "s" * 40},
+    ):
+        assert not single_user_local(load_settings(data_dir=tmp_path, **shared), share=False, login=False)
+    with pytest.raises(ConfigError, match="INTERVIEWER_ADMIN_TOKEN"):
+        load_settings(data_dir=tmp_path, admin_token="short")
+    assert ADMIN_TOKEN not in repr(load_settings(data_dir=tmp_path, admin_token=ADMIN_TOKEN))
+    direct = {"host": "127.0.0.1:7860"}
+    with pytest.raises(InputError):
+        AdminGate(None, local=False).check(None, direct)  # no token and not local: nobody
+    AdminGate(None, local=True).check(None, direct)
+    AdminGate(None, local=True).check(None, {"Host": "[::1]:7860"})
+    with pytest.raises(InputError):
+        AdminGate(None, local=True).check(None, None)  # no request to judge
+    with pytest.raises(InputError):
+        AdminGate(ADMIN_TOKEN, local=True).check({"token": ADMIN_TOKEN}, direct)
+    AdminGate(ADMIN_TOKEN, local=False).check(
+        ADMIN_TOKEN, {"host": "interviewer.example", "via": "1.1 nginx"}
+    )

@@ -10,7 +10,7 @@ import pytest
 from gradio_client import handle_file
 
 from interviewer.errors import InputError
-from interviewer.resume import extract_bytes
+from interviewer.resume import MAX_RESUME_PAGES, extract_bytes
 
 from .resume_samples import RESUME_TXT_LINES
 from .test_privacy import _Live
@@ -52,6 +52,48 @@ def certificate_encrypted() -> bytes:
     return _pdf([*_page_with(b"01234567"), enc], b"/Encrypt 5 0 R " + ids)
 
 
+def page_flood(pages: int, declared: int | None = None) -> bytes:
+    """``pages`` empty pages, each its own object, in one flat page tree (whose /Count may lie)."""
+    kids = b" ".join(b"%d 0 R" % (3 + i) for i in range(pages))
+    count = pages if declared is None else declared
+    return _pdf(
+        [
+            b"<< /Type /Catalog /Pages 2 0 R >>",
+            b"<< /Type /Pages /Count %d /Kids [%s] >>" % (count, kids),
+            *[b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] >>"] * pages,
+        ]
+    )
+
+
+@pytest.mark.parametrize("declared", [None, 1], ids=["honest-count", "lying-count"])
+def test_a_page_flood_pdf_is_refused_from_its_page_tree_before_any_text_is_read(
+    declared: int | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pypdf import PageObject
+
+    data = page_flood(60_000, declared)  # ~6 MB of empty pages: a minute of CPU to extract page by page
+    extracted: list[int] = []
+    real = PageObject.extract_text
+    monkeypatch.setattr(
+        PageObject, "extract_text", lambda self, *a, **k: extracted.append(1) or real(self, *a, **k)
+    )
+    with pytest.raises(
+        InputError, match=rf"has (60,000|more than {MAX_RESUME_PAGES}) pages; a resume has at most"
+    ):
+        extract_bytes(data)
+    assert extracted == [], f"{len(extracted)} pages were extracted before the refusal"
+
+
+def test_a_resume_at_the_page_cap_is_still_read() -> None:
+    text = b"BT /F1 12 Tf 72 720 Td (Jane Doe, ML engineer) Tj ET"
+    objs = _page_with(text)
+    objs[2] = objs[2].replace(b"/Contents 4 0 R", b"/Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >>")
+    objs.append(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
+    kids = b" ".join([b"3 0 R"] * MAX_RESUME_PAGES)  # one page object shown MAX_RESUME_PAGES times
+    objs[1] = b"<< /Type /Pages /Kids [%s] /Count %d >>" % (kids, MAX_RESUME_PAGES)
+    assert extract_bytes(_pdf(objs)).count("Jane Doe") == MAX_RESUME_PAGES
+
+
 def test_a_flate_bomb_is_named_not_inflated() -> None:
     with pytest.raises(InputError, match="unpacks to more than 32 MB"):
         extract_bytes(flate_bomb())
@@ -71,12 +113,18 @@ def test_uploads_get_clear_messages_and_are_deleted_after_parsing(tmp_path: Path
             app.client.predict(
                 "resume-deep-dive", 1, False, None, "", handle_file(str(bomb)), api_name="/start"
             )
+        flood = tmp_path / "flood.pdf"
+        flood.write_bytes(page_flood(60_000))
+        with pytest.raises(Exception, match="60,000 pages; a resume has at most"):
+            app.client.predict(
+                "resume-deep-dive", 1, False, None, "", handle_file(str(flood)), api_name="/start"
+            )
         good = tmp_path / "priya.txt"
         good.write_text("\n".join(RESUME_TXT_LINES))
         # A bank round with a resume: the resume is not needed, and its upload goes all the same.
         app.client.predict("phone-screen", 1, False, None, "", handle_file(str(good)), api_name="/start")
         cache = Path(app.demo.GRADIO_CACHE)
-        left = [p.name for p in cache.rglob("*") if p.name in {"resume.pdf", "priya.txt"}]
+        left = [p.name for p in cache.rglob("*") if p.name in {"resume.pdf", "flood.pdf", "priya.txt"}]
         assert left == [], f"uploads left on the server: {left}"
     finally:
         app.close()

@@ -17,10 +17,12 @@ from typing import Any
 import gradio as gr
 
 from interviewer import planner
+from interviewer.admin import AdminGate, single_user_local
 from interviewer.config import Settings
 from interviewer.content import Round
 from interviewer.errors import InputError, InterviewerError
-from interviewer.netguard import check_url, exposure_check, is_local_only
+from interviewer.limits import MAX_PER_ROUND, check_fields
+from interviewer.netguard import check_url, exposure_check
 from interviewer.owners import OwnerTokens, Resolved
 from interviewer.runtime import Runtime, warm_quietly
 from interviewer.session import Interview, replay
@@ -97,21 +99,18 @@ _VOICE_STOP_JS = """(...args) => {
 _TYPING_KEPT = 256  # sessions whose open interview typing events reuse
 REPORT_TTL_SECONDS = 900  # a report download link works this long, then the file is gone
 MAX_UPLOAD = "10mb"  # resumes and recordings; Gradio refuses bigger uploads before they reach a handler
-NO_MODEL_SWITCH = (
-    "this app is shared, so the model is set by whoever runs the server (restart it with --base-url); "
-    "one visitor cannot switch the model for everyone"
-)
 
 
 class App:
     """Handlers for one app process; per-candidate state lives in the browser (session id, owner token).
 
-    ``admin``: visitors may switch the model and test connections (only when the app is local-only).
+    ``admin``: single-user local mode, where switching the model and testing connections need no admin token
+    (for requests straight from this machine); a configured ``INTERVIEWER_ADMIN_TOKEN`` is required either way.
     """
 
     def __init__(self, runtime: Runtime, *, admin: bool = True) -> None:
         self.rt = runtime
-        self.admin = admin
+        self.gate = AdminGate(runtime.settings.admin_token, local=admin)
         secret = runtime.settings.owner_secret  # shared by a deployment's replicas (docs/deploy.md)
         self.owners = (
             OwnerTokens(secret.encode()) if secret else OwnerTokens.for_data_dir(runtime.settings.data_dir)
@@ -133,7 +132,26 @@ class App:
         return self._resolve(token, request).owner
 
     def _resolve(self, token: str | None, request: gr.Request | None) -> Resolved:
-        return self.owners.resolve(token, getattr(request, "username", None) if request is not None else None)
+        try:
+            return self.owners.resolve(
+                token, getattr(request, "username", None) if request is not None else None
+            )
+        except InputError as e:  # a client sent something other than a token string
+            raise gr.Error(str(e)) from e
+
+    def _bounded(self, **fields: object) -> None:
+        """Every text a visitor sent is text and within its cap, before any work is done for it."""
+        try:
+            check_fields(fields, max_answer_chars=self.rt.settings.max_answer_chars)
+        except InputError as e:
+            raise gr.Error(str(e)) from e
+
+    def _admin(self, token: object, request: gr.Request | None) -> None:
+        """Only an admin changes the app for everyone (interviewer/admin.py): checked before anything else."""
+        try:
+            self.gate.check(token, dict(request.headers) if request is not None else None)
+        except InputError as e:
+            raise gr.Error(str(e)) from e
 
     @contextmanager
     def _exclusive(self, sid: str | None, wait: float = 0.0) -> Iterator[bool]:
@@ -244,6 +262,7 @@ class App:
         voice_on: bool = False,
         request: gr.Request | None = None,
     ) -> Iterator[tuple[Any, ...]]:
+        self._bounded(choice=choice, loop=loop, posting=posting, per_round=per_round)
         resolved = self._resolve(owner, request)
         owner, token = resolved.owner, resolved.token
         picked = planner.Choice(
@@ -290,6 +309,7 @@ class App:
         voice_on: bool = False,
         request: gr.Request | None = None,
     ) -> Iterator[tuple[Any, ...]]:
+        self._bounded(answer=answer)
         with self._exclusive(sid) as ok:
             if not ok:
                 gr.Warning(BUSY)
@@ -463,6 +483,9 @@ class App:
         self, answer: str, sid: str | None, owner: str | None, request: gr.Request | None = None
     ) -> None:
         """While the candidate types: send the follow-up prompt so far to the model server (#13 prefill)."""
+        if isinstance(answer, str) and len(answer) > self.rt.settings.max_answer_chars:
+            return  # never prefilled; Send names the limit (a message per keystroke would not help)
+        self._bounded(answer=answer)
         if not answer or not sid or self.rt.model_choice is None:
             return  # nothing typed, no interview, or the model is not up yet: never wait for it here
         owner = self._owner(owner, request)
@@ -485,6 +508,7 @@ class App:
         self, audio_path: str | None, typed: str, sid: str | None, owner: str | None, request: gr.Request
     ) -> tuple[str, dict[str, Any] | None]:
         """The recording as editable text; the current question is the recogniser's context."""
+        self._bounded(typed=typed)
         if not audio_path:
             return typed, None
         from interviewer.speech import get_stt
@@ -520,6 +544,7 @@ class App:
         A long enough silence ends the turn: with "send spoken answers at once" ``turns`` goes up (which sends
         it) and the microphone is ignored until it is sent; without, the next words just go on the answer.
         """
+        self._bounded(typed=typed)
         nothing = (gr.update(), gr.update(), turns, gr.update())
         if chunk is None or not sid:
             return nothing
@@ -557,6 +582,7 @@ class App:
         self, typed: str, sid: str | None, owner: str | None, turns: int, request: gr.Request | None = None
     ) -> tuple[Any, Any, Any]:
         """The microphone stopped before a silence ended the turn: transcribe the rest and end it now."""
+        self._bounded(typed=typed)
         listening = self._spoken.pop(sid or "", None)
         if listening is None or listening.ended:
             return gr.update(), gr.update(), turns  # no answer, or it ended and went out already
@@ -623,6 +649,7 @@ class App:
 
     def run_tests(self, code: str, sid: str | None, owner: str | None, request: gr.Request) -> str:
         """Run the open coding question's hidden tests in the sandbox; the verdict is stored with the turn."""
+        self._bounded(code=code)
         try:
             verdict = planner.run_tests(self._open(sid, self._owner(owner, request)), code)
         except InterviewerError as e:
@@ -687,6 +714,7 @@ class App:
         self, asked: str, sid: str | None, owner: str | None, request: gr.Request
     ) -> tuple[Chat, str]:
         """A clarifying question: answered from the question's authored scenario, not counted as an answer."""
+        self._bounded(asked=asked)
         with self._exclusive(sid) as ok:
             if not ok:
                 raise gr.Error(BUSY)
@@ -772,6 +800,7 @@ class App:
         ]
 
     def reopen(self, sid: str, owner: str | None, request: gr.Request) -> tuple[Any, ...]:
+        self._bounded(sid=sid)
         owner = self._owner(owner, request)
         with self._exclusive(sid.strip()) as ok:
             if not ok:
@@ -787,9 +816,7 @@ class App:
         return chat, it.session_id, self._status(it), *self._coding(it)
 
     def _reachable(self, base_url: str) -> str:
-        """The URL if this visitor may make the server call it (admin only; never private ranges)."""
-        if not self.admin:
-            raise gr.Error(NO_MODEL_SWITCH)
+        """The URL if the server may call it (an admin's request; never private ranges)."""
         settings = self.rt.settings
         choice = self.rt.model_choice
         configured = [settings.base_url, settings.chroma_url, choice.base_url if choice else None]
@@ -798,9 +825,13 @@ class App:
         except InputError as e:
             raise gr.Error(str(e)) from e
 
-    def test_connection(self, base_url: str, api_key: str) -> tuple[str, Any]:
+    def test_connection(
+        self, base_url: str, api_key: str, admin_token: str | None = None, request: gr.Request | None = None
+    ) -> tuple[str, Any]:
         from interviewer.llm.client import test_connection
 
+        self._admin(admin_token, request)  # first: a visitor learns nothing about any port
+        self._bounded(base_url=base_url, api_key=api_key)
         if not base_url.strip():
             return "Give a base URL such as http://127.0.0.1:8000/v1", gr.update(choices=[])
         report = test_connection(self._reachable(base_url), api_key or None)
@@ -809,10 +840,17 @@ class App:
             choices=models, value=models[0] if models else None
         )
 
-    def use_model(self, base_url: str, api_key: str, model: str | None) -> tuple[str, str]:
+    def use_model(
+        self,
+        base_url: str,
+        api_key: str,
+        model: str | None,
+        admin_token: str | None = None,
+        request: gr.Request | None = None,
+    ) -> tuple[str, str]:
+        self._admin(admin_token, request)
+        self._bounded(base_url=base_url, api_key=api_key, model=model)
         url = self._reachable(base_url) if base_url.strip() else None
-        if url is None and not self.admin:
-            raise gr.Error(NO_MODEL_SWITCH)
         try:
             choice = self.rt.switch_model(url, api_key or None, model)
         except InterviewerError as e:
@@ -820,13 +858,16 @@ class App:
         return f"Now answering: {choice.display_name}", self.model_banner()
 
     def load(self, owner: str | None, request: gr.Request) -> tuple[str, str]:
+        if owner is not None and not isinstance(owner, str):
+            # Damaged browser storage: a reload starts over with a fresh owner, as the error tells it to.
+            owner = None
         return self._resolve(owner, request).token, self.model_banner()
 
 
 def build(runtime: Runtime, *, admin: bool = True, report_ttl: int = REPORT_TTL_SECONDS) -> gr.Blocks:
     """The UI. Constructing it does no model or network I/O.
 
-    ``admin``: whether visitors may change the model (see :class:`App`); ``report_ttl``: seconds a download
+    ``admin``: single-user local mode (see :class:`App`); ``report_ttl``: seconds a download
     link (and any upload left in Gradio's cache) lives.
     """
     app = App(runtime, admin=admin)
@@ -839,7 +880,7 @@ def build(runtime: Runtime, *, admin: bool = True, report_ttl: int = REPORT_TTL_
             with gr.Row():
                 round_dd = gr.Dropdown(ROUND_CHOICES, value=Round.PHONE.value, label="Round", elem_id="round")
                 per_round = gr.Slider(
-                    1, 10, value=3, step=1, label="Questions per round", elem_id="per-round"
+                    1, MAX_PER_ROUND, value=3, step=1, label="Questions per round", elem_id="per-round"
                 )
                 weak_first = gr.Checkbox(False, label="Favour my weak topics", elem_id="weak-first")
                 start_btn = gr.Button("Start", variant="primary", elem_id="start")
@@ -924,6 +965,12 @@ def build(runtime: Runtime, *, admin: bool = True, report_ttl: int = REPORT_TTL_
             )
             url = gr.Textbox(label="Base URL", placeholder="http://127.0.0.1:8000/v1", elem_id="base-url")
             key = gr.Textbox(label="API key", type="password", elem_id="api-key")
+            admin_token = gr.Textbox(
+                label="Admin token (changes the model for everyone)",
+                type="password",
+                visible=app.gate.asks_for_token,
+                elem_id="admin-token",
+            )
             test_btn = gr.Button("Test connection", elem_id="test-connection")
             conn = gr.Markdown("", elem_id="connection")
             model_dd = gr.Dropdown([], label="Model", allow_custom_value=True, elem_id="model")
@@ -994,8 +1041,10 @@ def build(runtime: Runtime, *, admin: bool = True, report_ttl: int = REPORT_TTL_
         run_btn.click(app.run_tests, [code, sid, owner], [verdict_md], api_name="run_tests")
         report_btn.click(app.show_report, [sid, owner], [report_md, report_files], api_name="report")
         progress_btn.click(app.progress, [owner], [skill_plot, skill_table], api_name="progress")
-        test_btn.click(app.test_connection, [url, key], [conn, model_dd], api_name="test_connection")
-        use_btn.click(app.use_model, [url, key, model_dd], [conn, banner], api_name="use_model")
+        test_btn.click(
+            app.test_connection, [url, key, admin_token], [conn, model_dd], api_name="test_connection"
+        )
+        use_btn.click(app.use_model, [url, key, model_dd, admin_token], [conn, banner], api_name="use_model")
     return demo
 
 
@@ -1032,7 +1081,12 @@ def launch(
         runtime.retriever(progress=say)
 
     threading.Thread(target=warm, name="warm-up", daemon=True).start()
-    demo = build(runtime, admin=not share and is_local_only(settings.host))
+    local = single_user_local(settings, share=share, login=auth is not None)
+    if settings.admin_token is None and not local:
+        say(
+            "the model and connection test are fixed for this app: set INTERVIEWER_ADMIN_TOKEN to manage them"
+        )
+    demo = build(runtime, admin=local)
     demo.queue(default_concurrency_limit=16)
     try:
         demo.launch(

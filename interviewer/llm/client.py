@@ -6,21 +6,23 @@ Everything else receives a :class:`ChatPort` (a LangChain chat model plus a name
 from __future__ import annotations
 
 import contextlib
+import importlib
+import json
 import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
 
-import httpx
 import openai
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_openai import ChatOpenAI
 
 from interviewer.config import Settings
-from interviewer.errors import ModelError, ModelTimeout, ModelUnavailable
+from interviewer.errors import ModelClientBroken, ModelError, ModelTimeout, ModelUnavailable
 from interviewer.llm.prefill import Prefiller
 from interviewer.llm.speculate import Signature, Speculation, SpeculationStats, signature
 
@@ -30,16 +32,72 @@ log = logging.getLogger(__name__)
 _NO_KEY = "not-needed"
 
 
+def http_library() -> ModuleType:
+    """The HTTP library the installed OpenAI client is built on: ``httpx`` (openai 2.x) or ``httpx2`` (3.x).
+
+    Both have the same API; timeouts and clients handed to the client must come from its own library, so the
+    seam builds them here and no HTTP type crosses it.
+    """
+    base = next(c for c in openai.DefaultHttpxClient.__mro__ if c.__name__ == "Client")
+    return importlib.import_module(base.__module__.split(".")[0])
+
+
+def _installed_http_libraries() -> tuple[ModuleType, ...]:
+    found = []
+    for name in ("httpx", "httpx2"):
+        try:
+            found.append(importlib.import_module(name))
+        except ImportError:
+            continue
+    return tuple(found)
+
+
+def _errors(*names: str) -> tuple[type[BaseException], ...]:
+    """The exception classes called ``names`` in every installed HTTP library (either may raise)."""
+    return tuple(getattr(lib, n) for lib in _installed_http_libraries() for n in names if hasattr(lib, n))
+
+
+_TIMEOUTS = _errors("TimeoutException")
+_NO_CONNECTION = _errors("ConnectError")
+# The stream broke after the server had answered: a dropped connection, a truncated or garbled response.
+_DROPPED = _errors("RemoteProtocolError", "ReadError", "WriteError", "CloseError", "NetworkError")
+
+
+def _causes(err: BaseException) -> Iterator[BaseException]:
+    """``err`` and the chain of exceptions it was raised from (the client wraps the HTTP library's)."""
+    seen: set[int] = set()
+    e: BaseException | None = err
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        yield e
+        e = e.__cause__ or e.__context__
+
+
 def _translate(err: Exception, base_url: str) -> ModelError:
-    """Turn a client exception into an error that says what to do next."""
+    """Turn a client exception (from openai or the HTTP library under it) into an error that says what to do."""
     if isinstance(err, ModelError):
         return err
-    if isinstance(err, openai.APITimeoutError | httpx.TimeoutException):
+    chain = list(_causes(err))
+    broken = [e for e in chain if isinstance(e, TypeError | ImportError | AttributeError)]
+    if broken:
+        # Not the server: the client could not even send the request (a library mismatch, a bad setting);
+        # openai 2.x wraps such an error in APIConnectionError, so the whole chain is searched first.
+        return ModelClientBroken(
+            f"the model client could not send a request to {base_url} ({type(broken[0]).__name__}: "
+            f"{broken[0]}). "
+            "This is an installation problem, not the server: run `interviewer doctor` for the fix"
+        )
+    if any(isinstance(e, (openai.APITimeoutError, *_TIMEOUTS)) for e in chain):
         return ModelTimeout(
             f"the model at {base_url} did not answer in time; it may be overloaded. "
             "Try again, raise INTERVIEWER_TIMEOUT, or pick a smaller model"
         )
-    if isinstance(err, openai.APIConnectionError | httpx.ConnectError):
+    if any(isinstance(e, _DROPPED) for e in chain) and not any(isinstance(e, _NO_CONNECTION) for e in chain):
+        return ModelUnavailable(
+            f"the model server at {base_url} dropped the connection mid-reply (it may have crashed or "
+            "restarted); try again, and check the server's log if it keeps happening"
+        )
+    if any(isinstance(e, (openai.APIConnectionError, *_NO_CONNECTION)) for e in chain):
         return ModelUnavailable(
             f"no model server answers at {base_url}: start one there, fix INTERVIEWER_BASE_URL, "
             "or unset it to use the embedded model"
@@ -54,6 +112,11 @@ def _translate(err: Exception, base_url: str) -> ModelError:
     if isinstance(err, openai.APIStatusError):
         return ModelError(
             f"the model server at {base_url} answered with HTTP {err.status_code}: {err.message}"
+        )
+    if any(isinstance(e, UnicodeDecodeError | json.JSONDecodeError) for e in chain):
+        return ModelError(
+            f"the model server at {base_url} sent a reply that is not valid OpenAI-style JSON ({err}); "
+            "check that it is an OpenAI-compatible server and that the URL ends in /v1"
         )
     return ModelError(f"the model at {base_url} failed: {type(err).__name__}: {err}")
 
@@ -317,19 +380,26 @@ def build_chat_model(
     streamed reply, and a request reusing it a few milliseconds later fails (seen in 3 of 12 back-to-back
     requests to the embedded server).
     """
+    http = http_library()
     if not keepalive:
-        kwargs["http_client"] = httpx.Client(limits=httpx.Limits(max_keepalive_connections=0))
-    return ChatOpenAI(
-        base_url=base_url,
-        api_key=settings.api_key or _NO_KEY,  # type: ignore[arg-type]
-        model=model,
-        temperature=settings.temperature if temperature is None else temperature,
-        max_tokens=settings.max_tokens,  # type: ignore[call-arg]
-        timeout=httpx.Timeout(settings.timeout, connect=settings.connect_timeout),
-        max_retries=1,
-        streaming=True,
-        **kwargs,  # type: ignore[arg-type]
-    )
+        kwargs["http_client"] = openai.DefaultHttpxClient(limits=http.Limits(max_keepalive_connections=0))
+    try:
+        return ChatOpenAI(
+            base_url=base_url,
+            api_key=settings.api_key or _NO_KEY,  # type: ignore[arg-type]
+            model=model,
+            temperature=settings.temperature if temperature is None else temperature,
+            max_tokens=settings.max_tokens,  # type: ignore[call-arg]
+            timeout=http.Timeout(settings.timeout, connect=settings.connect_timeout),
+            max_retries=1,
+            streaming=True,
+            **kwargs,  # type: ignore[arg-type]
+        )
+    except (TypeError, ValueError, ImportError, AttributeError) as e:
+        raise ModelClientBroken(
+            f"the model client for {base_url} could not be built ({type(e).__name__}: {e}). "
+            "This is an installation problem, not the server: run `interviewer doctor` for the fix"
+        ) from e
 
 
 def is_local(base_url: str) -> bool:
@@ -389,3 +459,23 @@ def test_connection(base_url: str, api_key: str | None, timeout: float = 5.0) ->
 
 
 test_connection.__test__ = False  # type: ignore[attr-defined]  # not a pytest test
+
+
+def ping(settings: Settings, base_url: str, api_key: str | None, model: str | None = None) -> str:
+    """Reach a server, list its models and ask for a few tokens: what `interviewer doctor` checks.
+
+    Raises:
+        ModelError: unreachable, no models, or the completion failed (the message says what to do).
+    """
+    models = list_models(base_url, api_key, timeout=settings.connect_timeout + 5)
+    if not models:
+        raise ModelError(f"{base_url} answers but lists no models; load one there or set INTERVIEWER_MODEL")
+    name = model or models[0]
+    if model and model not in models:
+        raise ModelError(
+            f"{base_url} does not list INTERVIEWER_MODEL={model}; it lists {', '.join(models[:5])}"
+        )
+    settings = settings.model_copy(update={"api_key": api_key, "max_tokens": 8})
+    port = build_port(settings, base_url=base_url, model=name)
+    reply = port.complete([HumanMessage("Reply with the word ready.")])
+    return f"{len(models)} model(s) listed; {name} answered a short completion ({len(reply)} chars)"

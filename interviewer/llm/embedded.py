@@ -390,6 +390,29 @@ def ensure_model(spec: ModelSpec, data_dir: Path, progress: Progress | None = No
     return dest
 
 
+def verify_weights(spec: ModelSpec, data_dir: Path) -> str:
+    """Check ``spec``'s weights by sha256 without assembling or loading them; raises EmbeddedModelError.
+
+    Assembled weights already verified (their marker still matches) are trusted; otherwise the installed parts
+    are hashed as one stream, which is what assembling them would produce.
+    """
+    marker_file = _marker_path(data_dir / "models", spec)
+    if spec.assembled and _still_verified(marker_file, data_dir / "models" / spec.filename, spec):
+        return f"{spec.display_name}: assembled at {data_dir / 'models' / spec.filename}, verified"
+    parts = locate_parts(spec)
+    size = sum(p.stat().st_size for p in parts)
+    if size != spec.size:
+        raise _mismatch_error(spec, f"the parts add up to {size:,} bytes, not {spec.size:,}", parts)
+    h = hashlib.sha256()
+    for part in parts:
+        with part.open("rb") as f:
+            while chunk := f.read(_CHUNK):
+                h.update(chunk)
+    if h.hexdigest() != spec.sha256:
+        raise _mismatch_error(spec, f"the parts hash to {h.hexdigest()}, expected {spec.sha256}", parts)
+    return f"{spec.display_name}: {len(parts)} part(s), {size // _MB} MB, sha256 matches"
+
+
 # ----------------------------------------------------------------------------------------------------------
 # The server process
 
