@@ -21,7 +21,18 @@ hybrid BM25 + dense by rank fusion, hybrid with the reranker but without the sof
 shipped default (reranker and penalty). The rerank weight was
 tuned on the bank's own questions (the first table), never on this set.
 
+With ``--candidates`` it reads benchmarks/data/candidate_questions.yaml: candidate-reported questions, each with
+the knowledge documents that teach it, in a dev half and a held-out half. Each is queried the way the app
+queries (``retrieve(text, round=..., k=5, kind="knowledge")``) and, as a harder variant, without the round
+filter; recall@5 is the share of questions with one of their documents among the top-5 sources. A miss is
+explained from the same call at k=MAX_K, whose head is the top 5 (the ranking is cut from a fixed pool): the
+rank of the first own passage, or why it cannot appear (no such document, or one outside the round).
+
+Every miss this script explains comes from the list that was scored, continued: the ranking's first k
+passages are the head of any longer answer up to MAX_K, and the script checks that it is so.
+
 Run: .venv/bin/python benchmarks/bench_retrieval.py [--content DIR] [--variants] [--round-filter] [--realistic]
+     [--candidates] [--only-candidates]
 """
 
 from __future__ import annotations
@@ -46,10 +57,11 @@ import interviewer.retrieval as retrieval_mod
 from interviewer.config import Settings
 from interviewer.content.loader import load_bank
 from interviewer.embeddings import MiniLMEmbedder
-from interviewer.retrieval import Retriever, chunk_bank
+from interviewer.retrieval import MAX_K, Passage, Retriever, chunk_bank
 
 REPO = Path(__file__).resolve().parents[1]
 REALISTIC = REPO / "benchmarks" / "data" / "realistic_questions.yaml"
+CANDIDATES = REPO / "benchmarks" / "data" / "candidate_questions.yaml"
 
 
 def _cap(cap: int | None) -> str:
@@ -87,10 +99,11 @@ def _quality(
             "round": round_ if round_filter else None,
             "per_source": cap,
         }
-        # Asked separately: with a cap, the first 5 of a k=10 answer can differ from the k=5 answer.
+        # One ranking: the first 5 of the k=10 answer are the k=5 answer (checked by _deeper).
         query = text if texts else None
-        top5 = {p.source for p in r.search(vec, k=5, query=query, **filters)}
-        sources = [p.source for p in r.search(vec, k=10, query=query, **filters)]
+        ten = r.search(vec, k=10, query=query, **filters)
+        top5 = {p.source for p in _deeper(r.search(vec, k=5, query=query, **filters), ten)[:5]}
+        sources = [p.source for p in ten]
         out.total += len(own)
         out.found += len(own & top5)
         out.hit1 += bool(sources and sources[0] in own)
@@ -113,14 +126,24 @@ class Realistic:
     misses: list[str] = field(default_factory=list)
 
 
-def _cause(r: Retriever, item: dict[str, Any], vec: np.ndarray, corpus: list[str]) -> str:
-    """Why a question was missed: no passage anywhere mentions its concept, or one exists and ranks lower."""
+def _deeper(hits: list[Passage], deep: list[Passage]) -> list[Passage]:
+    """``deep`` (the same call at k=MAX_K), after checking that the scored ``hits`` are its head."""
+    if deep[: len(hits)] != hits:
+        raise AssertionError("the top k is not the head of the top MAX_K: misses cannot be explained from it")
+    return deep
+
+
+def _cause(
+    r: Retriever, item: dict[str, Any], vec: np.ndarray, corpus: list[str], hits: list[Passage]
+) -> str:
+    """Why a question was missed: no passage anywhere mentions its concept, or one exists and ranks lower
+    in the same ranking that was scored (continued to MAX_K)."""
     material = sum(_relevant(t, item["relevant"]) for t in corpus)
     if not material:
         return "no material"
-    deep = r.search(vec, k=40, per_source=None, query=item["q"])
+    deep = _deeper(hits, r.search(vec, k=MAX_K, per_source=None, query=item["q"]))
     rank = next((i for i, h in enumerate(deep, 1) if _relevant(h.text, item["relevant"])), None)
-    return f"ranking: {material} matching passages, best at rank {rank or '>40'}"
+    return f"ranking: {material} matching passages, best at rank {rank or f'>{MAX_K}'}"
 
 
 @contextlib.contextmanager
@@ -162,10 +185,57 @@ def _realistic(
             theme[1] += 1
             if not ok:
                 top = hits[0].source if hits else "-"
-                cause = _cause(r, item, vec, corpus) if mode == "hybrid + rerank" else ""
+                cause = _cause(r, item, vec, corpus, hits) if mode == "hybrid + rerank" else ""
                 out.misses.append(f"[{item['theme']}] {item['q']}  (top: {top}; {cause})")
     finally:
         retrieval_mod.RERANK_WEIGHT = saved
+    return out
+
+
+@dataclass
+class CandidateRecall:
+    """recall@5 of one half of the candidate set under one query shape."""
+
+    found: int = 0
+    total: int = 0
+    misses: list[str] = field(default_factory=list)
+
+    @property
+    def recall(self) -> float:
+        return self.found / self.total if self.total else 0.0
+
+
+def app_query(r: Retriever, item: dict[str, Any], k: int, *, round_filter: bool = True) -> list[Passage]:
+    """The query the app makes for a question: its text, its round, knowledge passages only."""
+    return r.retrieve(item["q"], round=item["round"] if round_filter else None, k=k, kind="knowledge")
+
+
+def candidate_recall(
+    r: Retriever, items: list[dict[str, Any]], indexed: dict[str, str], *, round_filter: bool = True
+) -> CandidateRecall:
+    """recall@5 over ``items``; each miss explained from the same ranking continued to MAX_K.
+
+    ``indexed`` maps each indexed knowledge document to its round.
+    """
+    out = CandidateRecall()
+    for item in items:
+        own = set(item["docs"])
+        hits = app_query(r, item, 5, round_filter=round_filter)
+        out.total += 1
+        if own & {h.source for h in hits}:
+            out.found += 1
+            continue
+        reachable = {d for d in own if d in indexed and (not round_filter or indexed[d] == item["round"])}
+        if not reachable:
+            why = (
+                "no such document indexed" if not own & set(indexed) else "its documents are in another round"
+            )
+        else:
+            deep = _deeper(hits, app_query(r, item, MAX_K, round_filter=round_filter))
+            rank = next((i for i, h in enumerate(deep, 1) if h.source in own), None)
+            why = f"first own passage at rank {rank}" if rank else f"no own passage in the top {MAX_K}"
+        top = ", ".join(dict.fromkeys(Path(h.source).stem for h in hits))
+        out.misses.append(f"[{item['theme']}] {item['q']}  ({why}; top 5 from: {top})")
     return out
 
 
@@ -176,7 +246,17 @@ def main() -> int:
     ap.add_argument("--round-filter", action="store_true", help="restrict each query to the question's round")
     ap.add_argument("--repeats", type=int, default=3, help="latency passes over all queries")
     ap.add_argument("--realistic", action="store_true", help="also score the realistic candidate questions")
+    ap.add_argument(
+        "--candidates", action="store_true", help="also score the candidate set (dev and held-out halves)"
+    )
+    ap.add_argument(
+        "--only-candidates",
+        action="store_true",
+        help="score only the candidate set (no bank table, no latency)",
+    )
     args = ap.parse_args()
+    if args.only_candidates:
+        return _only_candidates(args.content)
 
     bank = load_bank(args.content)
     chunks = chunk_bank(bank)
@@ -212,6 +292,8 @@ def main() -> int:
             )
             for mode in (*modes, "hybrid + rerank"):
                 realistic[mode] = _realistic(r, items, rvecs, mode, [c.text for c in chunks])
+
+        candidates = _score_candidates(r, bank, chunks) if args.candidates else {}
 
         end_to_end: list[float] = []
         search_only: list[float] = []
@@ -279,6 +361,7 @@ def main() -> int:
     for mode, rq in realistic.items():
         themes = ", ".join(f"{t} {a}/{b}" for t, (a, b) in rq.by_theme.items())
         print(f"\nrealistic, {mode}, by theme: {themes}")
+    _print_candidates(candidates)
     if realistic:
         shipped = realistic["hybrid + rerank"]
         print("\nrealistic misses, hybrid + rerank:")
@@ -293,6 +376,43 @@ def main() -> int:
             print(f"\nmisses, {_cap(cap)} (question: own document not in top 5):")
             for m in qa.misses:
                 print("  " + m)
+    print("\ncommand: .venv/bin/python benchmarks/bench_retrieval.py " + " ".join(sys.argv[1:]))
+    return 0
+
+
+def _score_candidates(r: Retriever, bank: Any, chunks: list[Any]) -> dict[str, CandidateRecall]:
+    data = yaml.safe_load(CANDIDATES.read_text(encoding="utf-8"))
+    indexed = {c.source: c.round for c in chunks if c.kind == "knowledge"}
+    out: dict[str, CandidateRecall] = {}
+    for half in ("dev", "heldout"):
+        out[f"{half}, as the app queries (round + kind=knowledge)"] = candidate_recall(r, data[half], indexed)
+        out[f"{half}, no round filter (kind=knowledge)"] = candidate_recall(
+            r, data[half], indexed, round_filter=False
+        )
+    return out
+
+
+def _print_candidates(candidates: dict[str, CandidateRecall]) -> None:
+    if not candidates:
+        return
+    print("\ncandidate set (benchmarks/data/candidate_questions.yaml), recall@5:")
+    for name, c in candidates.items():
+        print(f"  {name:<55} {c.recall:.3f}  ({c.found}/{c.total})")
+    for name, c in candidates.items():
+        if c.misses:
+            print(f"\nmisses, {name}:")
+            for m in c.misses:
+                print("  " + m)
+
+
+def _only_candidates(content: Path) -> int:
+    bank = load_bank(content)
+    chunks = chunk_bank(bank)
+    with tempfile.TemporaryDirectory() as tmp:
+        settings = Settings(content_dir=content, data_dir=Path(tmp))
+        r = Retriever(settings, embedder=MiniLMEmbedder(), bank=bank, progress=False)
+        r.build(force=True)
+        _print_candidates(_score_candidates(r, bank, chunks))
     print("\ncommand: .venv/bin/python benchmarks/bench_retrieval.py " + " ".join(sys.argv[1:]))
     return 0
 

@@ -2,7 +2,9 @@
 
 Retrieval is hybrid: MiniLM vectors in Chroma and BM25 over the same chunks, fused by reciprocal rank and
 reranked by late interaction over MiniLM token vectors (:mod:`interviewer.hybrid`). No per-file cap by default:
-the right chunk is often the third of one document.
+the right chunk is often the third of one document. Each retriever contributes a fixed pool of candidates
+(``CANDIDATE_POOL``) whatever ``k`` is, and the ranking is cut at ``k`` only at the end, so for ``k <= MAX_K``
+the top ``k`` is the head of the top ``2k``: a longer answer never reorders a shorter one.
 
 Plain ``chromadb`` rather than ``langchain-chroma`` for the store: the index needs collection metadata (content
 hash, embedder id), batched adds with a progress bar, ``$and``/``$contains`` filters, and a query by a
@@ -49,7 +51,11 @@ COLLECTION = "interviewer-content"
 MAX_CHUNK_WORDS = 180  # MiniLM reads 256 word pieces; longer chunks would be cut off silently
 _ADD_BATCH = 32
 PER_SOURCE: int | None = None  # default cap of passages from one file in a result (None: no cap)
-DENSE_POOL = 30  # candidates taken from each retriever before fusion
+# Candidates taken from each retriever (dense and BM25) before fusion, whatever k is asked for: the ranking is
+# computed once over this fixed pool and then cut, so for every k <= MAX_K the top k is the head of any longer
+# answer up to MAX_K (a pool that grew with k would change the fused order and the reranked head).
+CANDIDATE_POOL = 40
+MAX_K = CANDIDATE_POOL  # beyond this the pool grows with k and the prefix property no longer holds
 RERANK_POOL = 20  # fused candidates the reranker reads
 RERANK_WEIGHT = 0.5  # share of the reranker in the final score (tuned on the bank's own questions)
 SOURCE_PENALTY = 0.3  # taken off a reranked score per better passage from the same file (soft, no cap; tuned on bank questions)
@@ -551,6 +557,9 @@ class Retriever(ChromaBacked):
         At most ``per_source`` passages come from one file while others qualify (``None``: no cap), so a
         rubric's near-identical variants or one long document do not fill every slot. Best first. A blank
         query returns no passages. The index builds on the first call if it is missing or stale.
+
+        The ranking is computed over a fixed candidate pool and then cut, so for ``k <= MAX_K`` the answer
+        is the first ``k`` passages of the answer for any larger ``k`` up to ``MAX_K``.
         """
         if not query.strip():
             return []
@@ -602,8 +611,9 @@ class Retriever(ChromaBacked):
             return []
         where = where_filter(round=round, topic=topic, kind=kind)
         hybrid = bool(query and query.strip()) and self._lexical is not None
-        # Over-fetch: fusion and the per-source cap both need more candidates than they return.
-        n = max(DENSE_POOL, k * 4 + 8) if hybrid or per_source is not None else k
+        # A fixed pool, not one that grows with k: the same candidates are fused and reranked for every k, so a
+        # short answer is the head of a long one (and the approximate index search sees the same n each time).
+        n = max(CANDIDATE_POOL, k)
         try:
             res = collection.query(
                 query_embeddings=np.asarray(vector, dtype=np.float32).reshape(1, -1),
@@ -635,7 +645,7 @@ class Retriever(ChromaBacked):
         if hybrid:
             assert query is not None
             known = [cid for cid in ids if cid in self._chunks]
-            out = self._hybrid(known, query, round=round, topic=topic, kind=kind, k=k, per_source=per_source)
+            out = self._hybrid(known, query, round=round, topic=topic, kind=kind, k=k)
         return _cap_per_source(out, k, per_source)
 
     def _hybrid(
@@ -647,9 +657,8 @@ class Retriever(ChromaBacked):
         topic: str | None,
         kind: Kind | None,
         k: int,
-        per_source: int | None,
     ) -> list[Passage]:
-        """Fuse the dense hits with BM25 hits under the same filter, then rerank the fused pool."""
+        """Every fused candidate, best first: dense hits and BM25 hits under the same filter, reranked."""
         assert self._lexical is not None
         r = Round(round).value if round is not None else None
         allowed = np.array(
@@ -661,16 +670,17 @@ class Retriever(ChromaBacked):
             ],
             dtype=bool,
         )
-        lexical = [self._order[i] for i in self._lexical.top(query, DENSE_POOL, allowed)]
+        lexical = [self._order[i] for i in self._lexical.top(query, max(CANDIDATE_POOL, k), allowed)]
         texts = {cid: self._chunks[cid].text for cid in {*dense_ids, *lexical}}
-        want = k if per_source is None else k * 4 + 8
+        # Rank every fused candidate, then cut: the scores of the tail depend on its length, which must not
+        # depend on k either.
         ranked = fuse_and_rerank(
             dense_ids,
             lexical,
             texts,
             query,
             self._reranker,
-            k=max(want, RERANK_POOL),
+            k=len(texts),
             pool=RERANK_POOL,
             rerank_weight=RERANK_WEIGHT,
         )
@@ -682,7 +692,7 @@ class Retriever(ChromaBacked):
             ranked = head + [
                 (cid, floor * (1 - (i + 1) / (len(rest) + 1))) for i, (cid, _) in enumerate(rest)
             ]
-        return [self._passage(cid, score) for cid, score in ranked[:want]]
+        return [self._passage(cid, score) for cid, score in ranked]
 
     def _passage(self, cid: str, score: float) -> Passage:
         c = self._chunks[cid]
@@ -712,7 +722,11 @@ class Retriever(ChromaBacked):
 
 
 def _cap_per_source(ranked: list[Passage], k: int, per_source: int | None) -> list[Passage]:
-    """The best ``k`` with at most ``per_source`` from one file; skipped ones fill any slots left over."""
+    """The best ``k`` with at most ``per_source`` from one file; skipped ones fill any slots left over.
+
+    The passages within the cap come first, best first, then the skipped ones, best first: one fixed order
+    cut at ``k``, so a capped answer is also the head of a longer capped answer.
+    """
     if per_source is None:
         return ranked[:k]
     taken: list[Passage] = []
@@ -724,8 +738,7 @@ def _cap_per_source(ranked: list[Passage], k: int, per_source: int | None) -> li
             taken.append(p)
         else:
             skipped.append(p)
-    chosen = taken[:k] + skipped[: max(0, k - len(taken))]
-    return sorted(chosen, key=lambda p: p.score, reverse=True)
+    return (taken + skipped)[:k]
 
 
 def where_filter(
