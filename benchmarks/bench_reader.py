@@ -117,6 +117,12 @@ def main() -> int:
         "--no-yield", action="store_true", help="also time a live reply beside a reader that never yields"
     )
     ap.add_argument("--misses", action="store_true", help="print every disagreement with the labels")
+    ap.add_argument(
+        "--pieces",
+        type=int,
+        default=None,
+        help="prompt words per piece read ahead (0: none; default: the reader's)",
+    )
     args = ap.parse_args()
     print("uptime:", os.popen("uptime").read().strip())
     settings = Settings(timeout=900.0, embedded_model=args.model)
@@ -145,7 +151,12 @@ def main() -> int:
                 items,
                 splits=splits,
                 mode=mode,  # type: ignore[arg-type]
-                progress=lambda d, t: print(f"  {d}/{t}", end="\r", flush=True),
+                piece_words=args.pieces,
+                on_answer=lambda it, a, r: print(
+                    f"  {it.question_id} [{a.kind}] {r.cost.seconds:.1f} s, {r.cost.calls} requests + "
+                    f"{r.cost.warm_calls} pieces: " + ", ".join(p.finding for p in r.probes),
+                    flush=True,
+                ),
             )
             print(f"\n== {server.model_name}, mode {mode} ({time.perf_counter() - t0:.0f} s)")
             print(ev.table())

@@ -122,6 +122,7 @@ def evaluate(
     *,
     splits: Sequence[Split] = ("dev",),
     mode: Mode = "each",
+    piece_words: int | None = None,
     progress: Callable[[int, int], None] | None = None,
     on_answer: Callable[[ProbeItem, LabelledAnswer, Readings], None] | None = None,
 ) -> Evaluation:
@@ -135,7 +136,9 @@ def evaluate(
             if progress:
                 progress(done, total)
             t0 = time.perf_counter()
-            readings = read_answer(model, item.question, ans.text, item.probes, mode=mode)
+            readings = read_answer(
+                model, item.question, ans.text, item.probes, mode=mode, piece_words=piece_words
+            )
             ev.seconds.append(time.perf_counter() - t0)
             ev.calls.append(readings.cost.calls)
             ev.warm_calls.append(readings.cost.warm_calls)
