@@ -117,6 +117,7 @@ def main() -> int:
         "--no-yield", action="store_true", help="also time a live reply beside a reader that never yields"
     )
     ap.add_argument("--misses", action="store_true", help="print every disagreement with the labels")
+    ap.add_argument("--letters", action="store_true", help="replies name a claim by its letter")
     ap.add_argument(
         "--pieces",
         type=int,
@@ -152,13 +153,16 @@ def main() -> int:
                 splits=splits,
                 mode=mode,  # type: ignore[arg-type]
                 piece_words=args.pieces,
+                letters=args.letters,
                 on_answer=lambda it, a, r: print(
                     f"  {it.question_id} [{a.kind}] {r.cost.seconds:.1f} s, {r.cost.calls} requests + "
-                    f"{r.cost.warm_calls} pieces: " + ", ".join(p.finding for p in r.probes),
+                    f"{r.cost.warm_calls} pieces, {r.cost.prompt_tokens - r.cost.cached_tokens} new prompt tokens, "
+                    f"{r.cost.completion_tokens} generated: " + ", ".join(p.finding for p in r.probes),
                     flush=True,
                 ),
             )
-            print(f"\n== {server.model_name}, mode {mode} ({time.perf_counter() - t0:.0f} s)")
+            what = f"mode {mode}, " + ("letters" if args.letters else "claims")
+            print(f"\n== {server.model_name}, {what} ({time.perf_counter() - t0:.0f} s)")
             print(ev.table())
             if args.misses:
                 print("\n".join(ev.misses))

@@ -79,11 +79,14 @@ class Reader(BaseChatModel):
         if self.reject_schema and "response_format" in kwargs:
             raise ValueError("HTTP 400: response_format is not supported")
         tail = prompt.split("READING QUESTION\n", 1)[1]
-        options = re.findall(r"^- (.+)$", tail, re.M)
-        options = [o for o in options if o != NOT_STATED]
+        lettered = dict(re.findall(r"^([A-Z])\) (.+)$", tail, re.M))
+        options = [o for o in re.findall(r"^- (.+)$", tail, re.M) or lettered.values() if o != NOT_STATED]
         kind = tail.split(":", 1)[0].strip().lower()
         key = {"claim": "claim", "number": "number", "name": "name"}[kind]
-        text = json.dumps({key: self.answer(tail, options)})
+        value = self.answer(tail, options)
+        if lettered and value in lettered.values():
+            value = next(k for k, v in lettered.items() if v == value)
+        text = json.dumps({key: value})
         return f"```json\n{text}\n```" if self.wrap_in_fence else text
 
     def _generate(
@@ -144,6 +147,46 @@ def test_the_second_asking_moves_every_option_and_the_schema_lists_them_as_an_en
     schema = second["response_format"]["json_schema"]["schema"]
     assert schema["properties"]["claim"]["enum"] == order[1]
     assert schema["additionalProperties"] is False
+
+
+def test_letters_name_the_claims_and_still_need_both_orders_to_agree() -> None:
+    answer = "Decode is bound by memory bandwidth."
+    model = Reader(answer=lambda q, o: "decode")
+    found = read_answer(model, QUESTION, answer, [PHASE], letters=True)
+    assert found.probes[0].finding == "stated" and found.probes[0].replies == ("decode", "decode")
+    first, second = model._requests
+    assert first["response_format"]["json_schema"]["schema"]["properties"]["claim"]["enum"] == [
+        "A",
+        "B",
+        "C",
+        "D",
+    ]
+    assert (
+        "A) decode" in first["prompt"]
+        and "C) decode" in second["prompt"]
+        and "D) not stated" in second["prompt"]
+    )
+    biased = read_answer(Reader(answer=_first_option), QUESTION, answer, [PHASE], letters=True)
+    assert biased.probes[0].finding == NOT_STATED
+
+
+def test_joint_mode_asks_every_probe_in_one_reply_with_a_field_each() -> None:
+    from interviewer.llm.fake import ScriptedChatModel
+
+    def reply(messages: Sequence[BaseMessage]) -> str:
+        prompt = str(messages[-1].content)
+        asked = re.findall(r"^q(\d+)\. (CLAIM|NUMBER|NAME)", prompt, re.M)
+        values: dict[str, Any] = {}
+        for n, kind in asked:
+            values[f"q{n}"] = {"CLAIM": "decode", "NUMBER": 524288, "NAME": "shared memory"}[kind]
+        return json.dumps(values)
+
+    model = ScriptedChatModel().queue(reply)
+    text = "Decode is bandwidth-bound; the cache is 524,288 bytes per token; tiles sit in shared memory."
+    found = read_answer(model, QUESTION, text, [PHASE, PER_TOKEN, MEMORY], mode="joint")
+    assert len(model.calls) == 1
+    assert [p.finding for p in found.probes] == ["stated", "stated", "stated"]
+    assert found.probes[0].replies == ("decode", "decode")
 
 
 def test_a_number_counts_only_when_the_candidate_states_it() -> None:

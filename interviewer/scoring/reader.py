@@ -36,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from interviewer.content.models import Probe, Question
 from interviewer.errors import InterviewerError, ModelError
+from interviewer.llm.client import BACKGROUND_KEY, model_error
 from interviewer.scoring.checks import Quantity, _candidates, _unit_of, asserted_quantities
 from interviewer.scoring.claims import find_assertion, mentions, sentences
 from interviewer.scoring.guard import fence
@@ -409,14 +410,29 @@ class _Asking:
     probe: Probe
     order: tuple[str, ...] = ()
     second: bool = False
+    letters: bool = False  # the reply names a claim by its letter (A, B, ...), not by its words
+
+    @property
+    def choices(self) -> list[str]:
+        """What the reply may say, in order: the claims (or their letters), then "not stated" (or its letter)."""
+        everything = [*self.order, NOT_STATED]
+        return [chr(ord("A") + i) for i in range(len(everything))] if self.letters else everything
+
+    def meaning(self, reply: Any) -> Any:
+        """A reply in the probe's terms: a letter becomes its claim (or "not stated")."""
+        if not self.letters or self.probe.kind != "option" or reply is None:
+            return reply
+        everything = [*self.order, NOT_STATED]
+        i = ord(str(reply)[:1].upper() or "?") - ord("A")
+        return everything[i] if 0 <= i < len(everything) else None
 
 
-def _askings(probes: Sequence[Probe]) -> list[_Asking]:
+def _askings(probes: Sequence[Probe], letters: bool = False) -> list[_Asking]:
     out: list[_Asking] = []
     for p in probes:
         if p.kind == "option":
-            out.append(_Asking(p, tuple(p.options)))
-            out.append(_Asking(p, tuple(rotated(p.options)), second=True))
+            out.append(_Asking(p, tuple(p.options), letters=letters))
+            out.append(_Asking(p, tuple(rotated(p.options)), second=True, letters=letters))
         else:
             out.append(_Asking(p))
     return out
@@ -425,7 +441,7 @@ def _askings(probes: Sequence[Probe]) -> list[_Asking]:
 def _field(a: _Asking) -> tuple[str, dict[str, Any]]:
     """The JSON field name of an asking's value (per kind) and its schema."""
     if a.probe.kind == "option":
-        return "claim", {"type": "string", "enum": [*a.order, NOT_STATED]}
+        return "claim", {"type": "string", "enum": a.choices}
     if a.probe.kind == "number":
         return "number", {"anyOf": [{"type": "number"}, {"type": "null"}]}
     return "name", {"type": "string", "maxLength": MAX_NAME_CHARS}
@@ -434,8 +450,10 @@ def _field(a: _Asking) -> tuple[str, dict[str, Any]]:
 def _question_text(a: _Asking) -> str:
     p = a.probe
     if p.kind == "option":
-        lines = "".join(f"\n- {o}" for o in a.order)
-        return f"CLAIM: {p.ask}{lines}\n- {NOT_STATED}"
+        marks = a.choices if a.letters else ["-"] * (len(a.order) + 1)
+        sep = ")" if a.letters else ""
+        lines = "".join(f"\n{m}{sep} {o}" for m, o in zip(marks, [*a.order, NOT_STATED], strict=True))
+        return f"CLAIM: {p.ask}{lines}"
     if p.kind == "number":
         unit = f" (in {p.unit})" if p.unit and ", in " not in p.ask else ""
         return f"NUMBER: {p.ask}{unit}"
@@ -464,9 +482,7 @@ def joint_messages(head: str, askings: Sequence[_Asking]) -> list[BaseMessage]:
     """All askings of one answer in one prompt, numbered; the reply has one field per asking."""
     parts = [f"q{i}. {_question_text(a)}" for i, a in enumerate(askings, 1)]
     keys = ", ".join(f'"q{i}": ...' for i in range(1, len(askings) + 1))
-    body = (
-        "READING QUESTIONS (answer each on its own)\n" + "\n".join(parts) + f"\nOUTPUT: {{{keys}}}"
-    )
+    body = "READING QUESTIONS (answer each on its own)\n" + "\n".join(parts) + f"\nOUTPUT: {{{keys}}}"
     return [SystemMessage(content=_SYSTEM), HumanMessage(content=head + body)]
 
 
@@ -516,11 +532,6 @@ def _inner(model: Any) -> BaseChatModel:
 class _Session:
     """Requests for one answer: the background slot, yielding to live replies, prefix read in pieces."""
 
-    PIECE_SECONDS = (
-        0.2  # a piece of prompt the server reads in about this long: a live request waits about that
-    )
-    FIRST_PIECE_WORDS = 24
-
     def __init__(
         self, port: Any, cancel: threading.Event | None, cost: ReadingCost, piece_words: int | None
     ) -> None:
@@ -529,7 +540,7 @@ class _Session:
         self.cancel = cancel
         self.cost = cost
         slot_of = getattr(port, "slot", None)
-        slot = slot_of(_background_key()) if callable(slot_of) else None
+        slot = slot_of(BACKGROUND_KEY) if callable(slot_of) else None
         self.extra: dict[str, Any] = {"extra_body": {"id_slot": slot}} if slot is not None else {}
         self.base_url = str(getattr(port, "base_url", "(in-process)"))
         if piece_words is None:
@@ -592,9 +603,10 @@ class _Session:
         """
         self.warm(messages[0], str(messages[-1].content))
         last: Exception | None = None
-        for _ in range(2 if self.use_schema else 1):
+        use_schema = self.use_schema
+        for _ in range(2 if use_schema else 1):
             kwargs: dict[str, Any] = {"temperature": 0.0, "max_tokens": max_tokens, **self.extra}
-            if self.use_schema:
+            if use_schema:
                 kwargs["response_format"] = _response_format(name, schema)
             try:
                 text = self._stream(messages, kwargs)
@@ -604,25 +616,23 @@ class _Session:
                 raise
             except Exception as e:  # a server that rejects response_format answers with an HTTP 400
                 last = e
-                if not self.use_schema:
+                if not use_schema:
                     break
-                self.use_schema = False
+                self.use_schema = use_schema = False  # for this answer's other askings too
                 self.cost.fallbacks += 1
                 continue
             try:
                 return _parse(text, schema)
             except (ValidationError, json.JSONDecodeError, TypeError) as e:
                 last = e
-                if self.use_schema:
-                    self.use_schema = False  # a constrained reply that still fails: ask once without
+                if use_schema:
+                    use_schema = False  # a constrained reply that still fails (cut short): once without
                     self.cost.fallbacks += 1
                     continue
                 break
         if isinstance(last, ValidationError | json.JSONDecodeError | TypeError):
             self.cost.invalid += 1
             return None  # this reading is lost (not stated); the others stand
-        from interviewer.llm.client import model_error
-
         raise model_error(last or RuntimeError("no reply"), self.base_url) from last
 
     def _stream(self, messages: list[BaseMessage], kwargs: dict[str, Any]) -> str:
@@ -654,12 +664,6 @@ class _Session:
             self.cost.completion_tokens += int(usage.get("output_tokens", 0) or 0)
             self.cost.cached_tokens += int((usage.get("input_token_details") or {}).get("cache_read", 0) or 0)
             return "".join(parts)
-
-
-def _background_key() -> str:
-    from interviewer.llm.client import BACKGROUND_KEY
-
-    return BACKGROUND_KEY
 
 
 # -- the reader --------------------------------------------------------------------------------------------
@@ -699,6 +703,7 @@ def read_answer(
     mode: Mode = "each",
     cancel: threading.Event | None = None,
     piece_words: int | None = None,
+    letters: bool = False,
 ) -> Readings:
     """Read one answer with its probes; the rubric turns the readings into findings per probe and key point.
 
@@ -713,6 +718,8 @@ def read_answer(
         cancel: set it to stop between requests (:class:`ReadingCancelled` is raised).
         piece_words: read prompts ahead in pieces of this many words (0: never; default: :data:`PIECE_WORDS` on
             a local ChatPort, where a live reply shares the server).
+        letters: claims are listed as A), B), ... and the reply names a letter: a few tokens to generate instead
+            of the claim's words (the claims are still shown in full).
 
     Returns:
         :class:`Readings`. An empty answer, or no probes, costs no request (every probe not stated).
@@ -722,7 +729,7 @@ def read_answer(
     """
     cost = ReadingCost()
     t0 = time.perf_counter()
-    askings = _askings(probes)
+    askings = _askings(probes, letters)
     if not answer_text.strip() or not askings:
         values: list[Any] = [None] * len(askings)
         found = _decide(askings, values, answer_text)
@@ -733,14 +740,14 @@ def read_answer(
     if mode == "joint":
         schema = joint_schema(askings)
         reply = session.ask(joint_messages(head, askings), schema, "probe_readings", 40 + 40 * len(askings))
-        values = [reply[f"q{i}"] if reply else None for i in range(1, len(askings) + 1)]
+        values = [a.meaning(reply[f"q{i}"]) if reply else None for i, a in enumerate(askings, 1)]
     else:
         session.warm(system, head)  # the shared part first, once
         values = []
         for a in askings:
             name, _ = _field(a)
             one = session.ask(each_messages(head, a), each_schema(a), "probe_reading", max_tokens=64)
-            values.append(one[name] if one else None)
+            values.append(a.meaning(one[name]) if one else None)
     found = _decide(askings, values, answer_text)
     cost.seconds = time.perf_counter() - t0
     return Readings(found, aggregate(found), cost, mode)

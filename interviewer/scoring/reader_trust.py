@@ -89,6 +89,8 @@ class Evaluation:
     seconds: list[float] = field(default_factory=list)  # per answer
     calls: list[int] = field(default_factory=list)
     warm_calls: list[int] = field(default_factory=list)
+    new_prompt_tokens: list[int] = field(default_factory=list)  # prompt tokens the server read (not cached)
+    completion_tokens: list[int] = field(default_factory=list)
     misses: list[str] = field(default_factory=list)  # one line per disagreement
 
     def accuracy(self, split: Split = "dev") -> float:
@@ -113,6 +115,11 @@ class Evaluation:
                 f"requests median {statistics.median(self.calls):g} (+ {statistics.median(self.warm_calls):g} "
                 f"prompt pieces); {len(self.seconds)} answers"
             )
+            if any(self.completion_tokens):
+                lines.append(
+                    f"tokens per answer (median): {statistics.median(self.new_prompt_tokens):g} prompt tokens read "
+                    f"(not from the cache), {statistics.median(self.completion_tokens):g} generated"
+                )
         return "\n".join(lines)
 
 
@@ -123,6 +130,7 @@ def evaluate(
     splits: Sequence[Split] = ("dev",),
     mode: Mode = "each",
     piece_words: int | None = None,
+    letters: bool = False,
     progress: Callable[[int, int], None] | None = None,
     on_answer: Callable[[ProbeItem, LabelledAnswer, Readings], None] | None = None,
 ) -> Evaluation:
@@ -142,6 +150,8 @@ def evaluate(
             ev.seconds.append(time.perf_counter() - t0)
             ev.calls.append(readings.cost.calls)
             ev.warm_calls.append(readings.cost.warm_calls)
+            ev.new_prompt_tokens.append(readings.cost.prompt_tokens - readings.cost.cached_tokens)
+            ev.completion_tokens.append(readings.cost.completion_tokens)
             for p, want, got in zip(item.probes, ans.labels, readings.probes, strict=True):
                 ok = got.finding == want
                 ev.stats[item.split].add(p.kind, ok)
