@@ -585,3 +585,29 @@ def test_calibrate_reader_stores_the_configured_models_weight(
     items = load_probe_set()
     expected = evaluate(Reader(answer=_first_option), items, splits=("dev",)).accuracy("dev")
     assert weight == pytest.approx(expected, abs=1e-4)
+
+
+def test_read_question_reads_each_part_and_gives_the_scorer_verdicts_per_key_point() -> None:
+    from interviewer.content import load_bank
+    from interviewer.scoring.reader import read_question, verdicts
+
+    item = next(i for i in load_probe_set() if i.question_id == "inference.kv-cache.sizing")
+    question = load_bank(Path(__file__).resolve().parents[1]).get(item.question_id)
+    question = question.model_copy(update={"probes": list(item.probes)})
+    strong = next(a for a in item.answers if a.kind == "strong")
+
+    def answer(q: str, options: list[str]) -> Any:
+        if options:
+            return "the KV cache's memory"
+        if q.startswith("NAME"):
+            return "Grouped-query attention"
+        return 524288 if "per token" in q else 2147483648
+
+    model = Reader(answer=answer)
+    found = read_question(model, question, {"main": strong.text, "why1": "  "})
+    assert set(found) == {"main"}
+    assert [p.finding for p in found["main"].probes] == list(strong.labels)
+    given = verdicts(question, found["main"], weight=0.8)
+    assert {v.key_point for v in given} == {question.key_points[i] for i in (1, 2, 3)}
+    assert all(v.method == "reading-probes" and v.confidence == 0.8 and v.verdict == "stated" for v in given)
+    assert all(v.quote and v.quote in strong.text for v in given)

@@ -26,7 +26,7 @@ import json
 import re
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -41,6 +41,7 @@ from interviewer.scoring.checks import Quantity, _candidates, _unit_of, asserted
 from interviewer.scoring.claims import find_assertion, mentions, sentences
 from interviewer.scoring.guard import fence
 from interviewer.scoring.judge import _response_format
+from interviewer.scoring.models import KeyPointVerdict, Verdict
 
 Finding = Literal["stated", "contradicted", "not stated"]
 Mode = Literal["each", "joint"]
@@ -141,6 +142,48 @@ class Readings:
             "points": {k: {"finding": v.finding, "quote": v.quote} for k, v in self.points.items()},
             "cost": {**self.cost.__dict__},
         }
+
+
+_VERDICT: dict[Finding, Verdict] = {"stated": "stated", "contradicted": "contradicted", NOT_STATED: "absent"}
+
+
+def verdicts(question: Question, readings: Readings, weight: float) -> list[KeyPointVerdict]:
+    """The findings as the scorer's per-key-point verdicts ("not stated" is "absent"), at ``weight`` confidence.
+
+    ``weight`` is the model's measured reading agreement (:func:`~interviewer.scoring.reader_trust.load_trust`).
+    """
+    out = []
+    for point, f in readings.points.items():
+        out.append(
+            KeyPointVerdict(
+                key_point=key_point_text(question, point),
+                verdict=_VERDICT[f.finding],
+                confidence=max(0.0, min(1.0, weight)),
+                quote=f.quote,
+                method="reading-probes",
+            )
+        )
+    return out
+
+
+def read_question(
+    model_port: Any,
+    question: Question,
+    answers: Mapping[str, str],
+    *,
+    cancel: threading.Event | None = None,
+    **kwargs: Any,
+) -> dict[str, Readings]:
+    """Read each part's answer (``main``, ``why1``, ``why2`` -> the candidate's text) with that part's probes.
+
+    Parts without probes or without an answer are skipped. ``kwargs`` go to :func:`read_answer`.
+    """
+    out: dict[str, Readings] = {}
+    for part, text in answers.items():
+        probes = probes_for(question, part)
+        if probes and text and text.strip():
+            out[part] = read_answer(model_port, question.question, text, probes, cancel=cancel, **kwargs)
+    return out
 
 
 def key_point_text(question: Question, point: str) -> str:
