@@ -109,7 +109,7 @@ def live_delay(
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--model", default="qwen2.5-coder-1.5b")
-    ap.add_argument("--mode", choices=["each", "joint", "both"], default="each")
+    ap.add_argument("--mode", choices=["each", "joint", "both"], default="joint")
     ap.add_argument("--splits", default="dev,heldout")
     ap.add_argument("--limit", type=int, default=0, help="only the first N questions per split (0: all)")
     ap.add_argument("--live-trials", type=int, default=0)
@@ -117,7 +117,9 @@ def main() -> int:
         "--no-yield", action="store_true", help="also time a live reply beside a reader that never yields"
     )
     ap.add_argument("--misses", action="store_true", help="print every disagreement with the labels")
-    ap.add_argument("--letters", action="store_true", help="replies name a claim by its letter")
+    ap.add_argument(
+        "--claims", action="store_true", help="replies spell a claim out instead of naming its letter"
+    )
     ap.add_argument(
         "--pieces",
         type=int,
@@ -153,7 +155,7 @@ def main() -> int:
                 splits=splits,
                 mode=mode,  # type: ignore[arg-type]
                 piece_words=args.pieces,
-                letters=args.letters,
+                letters=not args.claims,
                 on_answer=lambda it, a, r: print(
                     f"  {it.question_id} [{a.kind}] {r.cost.seconds:.1f} s, {r.cost.calls} requests + "
                     f"{r.cost.warm_calls} pieces, {r.cost.prompt_tokens - r.cost.cached_tokens} new prompt tokens, "
@@ -161,7 +163,7 @@ def main() -> int:
                     flush=True,
                 ),
             )
-            what = f"mode {mode}, " + ("letters" if args.letters else "claims")
+            what = f"mode {mode}, " + ("claims" if args.claims else "letters")
             print(f"\n== {server.model_name}, {what} ({time.perf_counter() - t0:.0f} s)")
             print(ev.table())
             if args.misses:

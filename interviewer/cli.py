@@ -602,7 +602,7 @@ def _calibrate_reader() -> None:
             ev = evaluate(
                 port, items, splits=("dev",), progress=lambda d, t: bar.update(task, completed=d, total=t)
             )
-        path = store_trust(settings.data_dir, model_id, ev, mode="each", probe_set=default_probe_set())
+        path = store_trust(settings.data_dir, model_id, ev, mode="joint", probe_set=default_probe_set())
     except InterviewerError as e:
         _fail(e)
     finally:

@@ -743,10 +743,10 @@ def read_answer(
     answer_text: str,
     probes: Sequence[Probe],
     *,
-    mode: Mode = "each",
+    mode: Mode = "joint",
     cancel: threading.Event | None = None,
     piece_words: int | None = None,
-    letters: bool = False,
+    letters: bool = True,
 ) -> Readings:
     """Read one answer with its probes; the rubric turns the readings into findings per probe and key point.
 

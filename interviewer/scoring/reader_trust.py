@@ -128,9 +128,9 @@ def evaluate(
     items: Sequence[ProbeItem],
     *,
     splits: Sequence[Split] = ("dev",),
-    mode: Mode = "each",
+    mode: Mode = "joint",
     piece_words: int | None = None,
-    letters: bool = False,
+    letters: bool = True,
     progress: Callable[[int, int], None] | None = None,
     on_answer: Callable[[ProbeItem, LabelledAnswer, Readings], None] | None = None,
 ) -> Evaluation:
