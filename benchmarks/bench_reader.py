@@ -99,7 +99,9 @@ def live_delay(
 
         t = threading.Thread(target=run, daemon=True)
         t.start()
-        time.sleep(0.4 + 0.9 * (i % 4))  # at varied points of the reading: prompt pieces, then probes
+        time.sleep(
+            (0.5, 3.0, 8.0, 15.0)[i % 4]
+        )  # at varied points of the reading: prompt pieces, then probes
         busy.append(first_token(port, 2000 + i))
         stop.set()
         t.join(timeout=600)
@@ -113,6 +115,7 @@ def main() -> int:
     ap.add_argument("--splits", default="dev,heldout")
     ap.add_argument("--limit", type=int, default=0, help="only the first N questions per split (0: all)")
     ap.add_argument("--live-trials", type=int, default=0)
+    ap.add_argument("--no-eval", action="store_true", help="skip the agreement table (live timing only)")
     ap.add_argument(
         "--no-yield", action="store_true", help="also time a live reply beside a reader that never yields"
     )
@@ -146,7 +149,7 @@ def main() -> int:
         port = ChatPort(
             model=chat, name=server.model_name, base_url=base_url, warm_cache=True, slots=server.slots
         )
-        modes = ["each", "joint"] if args.mode == "both" else [args.mode]
+        modes = [] if args.no_eval else ["each", "joint"] if args.mode == "both" else [args.mode]
         for mode in modes:
             t0 = time.perf_counter()
             ev = evaluate(

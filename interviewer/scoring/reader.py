@@ -691,6 +691,8 @@ class _Session:
                         parts.append(chunk.content)
                     if getattr(chunk, "usage_metadata", None):
                         usage = dict(chunk.usage_metadata)
+                    if self.cancel is not None and self.cancel.is_set():
+                        raise ReadingCancelled("the reading was cancelled")
                     if self.live():  # a candidate waits on a reply now: stop generating, ask again later
                         preempted = True
                         break
