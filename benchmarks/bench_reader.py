@@ -84,7 +84,7 @@ def first_token(port: ChatPort, i: int) -> float:
 
 
 def live_delay(
-    port: ChatPort, reader_port: Any, items: list[Any], trials: int
+    port: ChatPort, reader_port: Any, items: list[Any], trials: int, pieces: int | None = None
 ) -> tuple[list[float], list[float]]:
     alone = [first_token(port, 1000 + i) for i in range(trials)]
     busy: list[float] = []
@@ -95,7 +95,9 @@ def live_delay(
         def run(k: int = i, stop: threading.Event = stop) -> None:
             item, ans = answers[k % len(answers)]
             with contextlib.suppress(ReadingCancelled):
-                read_answer(reader_port, item.question, ans.text, item.probes, cancel=stop)
+                read_answer(
+                    reader_port, item.question, ans.text, item.probes, cancel=stop, piece_words=pieces
+                )
 
         t = threading.Thread(target=run, daemon=True)
         t.start()
@@ -173,7 +175,7 @@ def main() -> int:
                 print("\n".join(ev.misses))
         if args.live_trials:
             dev = [i for i in items if i.split == "dev"] or items
-            alone, busy = live_delay(port, port, dev, args.live_trials)
+            alone, busy = live_delay(port, port, dev, args.live_trials, args.pieces)
             print(
                 f"\nlive first token alone: median {statistics.median(alone):.2f} s, max {max(alone):.2f} s"
             )
@@ -182,7 +184,7 @@ def main() -> int:
                 f"(median delay {statistics.median(busy) - statistics.median(alone):+.2f} s)"
             )
             if args.no_yield:
-                _, rude = live_delay(port, NoYield(port), dev, args.live_trials)
+                _, rude = live_delay(port, NoYield(port), dev, args.live_trials, 0)
                 print(
                     f"live first token, reader not yielding: median {statistics.median(rude):.2f} s, max "
                     f"{max(rude):.2f} s (median delay {statistics.median(rude) - statistics.median(alone):+.2f} s)"

@@ -23,6 +23,7 @@ from interviewer.content.models import Probe
 from interviewer.llm.client import BACKGROUND_KEY, ChatPort
 from interviewer.scoring.reader import (
     NOT_STATED,
+    PIECE_WORDS,
     ReadingCancelled,
     read_answer,
     rotated,
@@ -443,7 +444,7 @@ def test_a_live_reply_is_not_delayed_behind_background_reading() -> None:
 
     delays = []
     for _ in range(3):
-        first, readings = _delay_beside(port, port, server)
+        first, readings = _delay_beside(port, port, server, piece_words=PIECE_WORDS)
         delays.append(first - alone)
         assert readings.probes[0].finding == "stated"  # it finished its work once the live reply was done
         assert readings.cost.warm_calls > 0
@@ -564,7 +565,7 @@ def test_reader_requests_and_replies_on_the_embedded_server(tmp_path: Path) -> N
             "Decode is limited by memory bandwidth, because every weight is read once per token. Per token the "
             "KV cache takes 524,288 bytes. The tile is kept in shared memory while the keys stream past."
         )
-        readings = read_answer(port, QUESTION, answer, [PHASE, PER_TOKEN, MEMORY])
+        readings = read_answer(port, QUESTION, answer, [PHASE, PER_TOKEN, MEMORY], piece_words=PIECE_WORDS)
     cost = readings.cost
     # One reply with a field per asking (the option probe twice), schema-valid, without falling back.
     assert cost.calls == 1 and cost.invalid == 0 and cost.fallbacks == 0, cost

@@ -47,8 +47,11 @@ Finding = Literal["stated", "contradicted", "not stated"]
 Mode = Literal["each", "joint"]
 NOT_STATED: Finding = "not stated"
 MAX_NAME_CHARS = 80
-# Prompt words per request when the reader reads a prompt ahead in pieces: about 27 tokens, which the embedded
-# 1.5B model reads in roughly 0.3 s on two idle cores (~80 prompt tokens/s), the most a live reply should wait.
+# Prompt words per request when the reader is asked to read a prompt ahead in pieces (``piece_words``): about 27
+# tokens, which the embedded 1.5B model reads in roughly 0.3 s on two idle cores (~80 prompt tokens/s). Off by
+# default: on the embedded server under heavy load, a live reply beside a reader sending pieces waited longer
+# than beside one plain request per answer, which the server's continuous batching interleaves with it
+# (benchmarks/bench_reader.py --live-trials).
 PIECE_WORDS = 20
 
 # The fixed start of every reader prompt: first, so a prompt-caching server reads it once for all answers. The
@@ -586,10 +589,7 @@ class _Session:
         slot = slot_of(BACKGROUND_KEY) if callable(slot_of) else None
         self.extra: dict[str, Any] = {"extra_body": {"id_slot": slot}} if slot is not None else {}
         self.base_url = str(getattr(port, "base_url", "(in-process)"))
-        if piece_words is None:
-            local = bool(getattr(port, "warm_cache", False)) and hasattr(port, "wait_until_quiet")
-            piece_words = PIECE_WORDS if local else 0
-        self.piece_words = piece_words
+        self.piece_words = piece_words or 0
         self.cached: list[str] = []  # the words of the human message the slot holds now
         self.use_schema = True
 
@@ -761,8 +761,8 @@ def read_answer(
         mode: ``each`` sends one short request per asking over the shared cached prefix; ``joint`` sends one
             request whose reply has a field per asking.
         cancel: set it to stop between requests (:class:`ReadingCancelled` is raised).
-        piece_words: read prompts ahead in pieces of this many words (0: never; default: :data:`PIECE_WORDS` on
-            a local ChatPort, where a live reply shares the server).
+        piece_words: read prompts ahead in pieces of this many words, yielding between pieces (default 0:
+            never; :data:`PIECE_WORDS` is the size for the embedded model).
         letters: claims are listed as A), B), ... and the reply names a letter: a few tokens to generate instead
             of the claim's words (the claims are still shown in full).
 
