@@ -15,9 +15,9 @@ decides truth deterministically, the way QA-based factual-consistency checks wor
 Each probe and each key point gets a :class:`Finding` (stated / contradicted / not stated) with the candidate's
 sentence behind it. All probes of one answer share one prompt prefix (system, question, the fenced answer), so a
 prompt-caching server reads the answer once. The reader is background work: on a :class:`ChatPort` it uses the
-background slot, waits while a candidate's reply streams, reads a long prefix in short pieces so a live request
-never queues behind a long prompt, and abandons a request as soon as a live reply starts (it is asked again
-after). ``cancel`` stops it between requests.
+background slot, waits while a candidate's reply streams, and abandons a request as soon as a live reply starts
+(it is asked again after); on request, it also reads a long prompt ahead in short pieces (``piece_words``).
+``cancel`` stops it between requests and mid-reply.
 """
 
 from __future__ import annotations
