@@ -548,8 +548,18 @@ def calibrate(
     traps: Annotated[
         Path | None, typer.Option(help="the trap set to report beside Mohler (default: tests/data/traps)")
     ] = None,
+    reader: Annotated[
+        bool,
+        typer.Option(
+            "--reader",
+            help="instead: measure the configured model's probe reading and store it as its weight",
+        ),
+    ] = False,
 ) -> None:
     """Fit the offline scorer against human grades (question-level CV); report the trap set beside it."""
+    if reader:
+        _calibrate_reader()
+        return
     from rich.progress import Progress
 
     from interviewer.scoring.calibrate import CALIBRATION_PATH, run_calibration
@@ -574,6 +584,34 @@ def calibrate(
             _fail(e)
     print(report.table())
     print(_trap_lines(traps))
+
+
+def _calibrate_reader() -> None:
+    """Read the probe set's dev half with the configured model; store its agreement as the model's weight."""
+    from rich.progress import Progress
+
+    from interviewer.runtime import Runtime
+    from interviewer.scoring.reader_trust import default_probe_set, evaluate, load_probe_set, store_trust
+
+    settings = _settings()
+    rt = Runtime(settings)
+    try:
+        items = load_probe_set(default_probe_set())
+        port = rt.model(progress=lambda m: err.print(f"[dim]{escape(m)}[/dim]"))
+        choice = rt.model_choice
+        model_id = choice.model if choice is not None else port.name
+        with Progress(transient=True, console=err) as bar:
+            task = bar.add_task(f"reading probes with {port.name}", total=None)
+            ev = evaluate(
+                port, items, splits=("dev",), progress=lambda d, t: bar.update(task, completed=d, total=t)
+            )
+        path = store_trust(settings.data_dir, model_id, ev, mode="joint", probe_set=default_probe_set())
+    except InterviewerError as e:
+        _fail(e)
+    finally:
+        rt.close()
+    print(ev.table())
+    console.print(f"reader weight for {model_id}: {ev.accuracy('dev'):.2f} -> {path}")
 
 
 def _trap_lines(traps: Path | None) -> str:

@@ -10,6 +10,7 @@ import importlib
 import json
 import logging
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
@@ -121,6 +122,11 @@ def _translate(err: Exception, base_url: str) -> ModelError:
     return ModelError(f"the model at {base_url} failed: {type(err).__name__}: {err}")
 
 
+def model_error(err: Exception, base_url: str) -> ModelError:
+    """The project's error for a client exception: for callers that send requests on a port's chat model."""
+    return _translate(err, base_url)
+
+
 # The session key of requests no candidate waits on (the truth judge, the deep dive's rephrasing): on a server
 # with slots they share one slot of their own, one more "session" in the slot LRU, so they never overwrite a
 # candidate's cached prompt.
@@ -152,6 +158,7 @@ class ChatPort:
     def __post_init__(self) -> None:
         self._streams = 0  # replies streaming now: prefill waits for none
         self._streams_lock = threading.Lock()
+        self._quiet = threading.Condition(self._streams_lock)  # notified when the last reply ends
         self._prefiller: Prefiller | None = None
         self._slot_of: OrderedDict[str, int] = OrderedDict()  # session key -> slot, least recent first
         self._spec_lock = threading.Lock()
@@ -230,6 +237,30 @@ class ChatPort:
         finally:
             with self._streams_lock:
                 self._streams -= 1
+                if self._streams == 0:
+                    self._quiet.notify_all()
+
+    @property
+    def live_streams(self) -> int:
+        """Replies a candidate is waiting on that stream now (background work steps aside while > 0)."""
+        return self._streams
+
+    def wait_until_quiet(self, timeout: float | None = None, cancel: threading.Event | None = None) -> bool:
+        """Block while a reply streams on this port; True once none does (False on timeout or ``cancel``).
+
+        Background work (the reader's probes) calls this before each request and stops a request it has
+        started as soon as :attr:`live_streams` rises, so a candidate's reply never queues behind it.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._quiet:
+            while self._streams > 0:
+                if cancel is not None and cancel.is_set():
+                    return False
+                left = 0.05 if deadline is None else min(0.05, deadline - time.monotonic())
+                if left <= 0:
+                    return False
+                self._quiet.wait(left)  # short waits: ``cancel`` is an Event, not tied to this condition
+            return not (cancel is not None and cancel.is_set())
 
     def _claim(self, messages: Sequence[BaseMessage], key: str | None) -> Speculation | None:
         """The speculation for ``key`` if it generates exactly ``messages``; any other one is cancelled.

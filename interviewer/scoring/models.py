@@ -6,7 +6,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-Method = Literal["deterministic", "coverage", "offline", "llm-judge", "quote-extraction", "code-tests"]
+Method = Literal[
+    "deterministic", "coverage", "offline", "llm-judge", "quote-extraction", "code-tests", "reading-probes"
+]
 
 
 class _Frozen(BaseModel):
