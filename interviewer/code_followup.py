@@ -94,7 +94,7 @@ _EDGES: tuple[tuple[re.Pattern[str], str], ...] = (
             r"power of two|power-of-two|not a multiple|ragged|remainder|odd|partial (tile|block)", re.I
         ),
         "size that is not a multiple of the block or tile",
-    ),  # fmt: skip
+    ),
     (re.compile(r"negative", re.I), "negative values"),
     (
         re.compile(r"large magnitude|huge|overflow|extreme|big values|large values|1e\d", re.I),
@@ -458,7 +458,7 @@ def _cpp_facts(code: str) -> list[Fact]:
             r"std::vector|std::unordered_map|std::map|std::unordered_set|std::set|std::deque|"
             r"std::priority_queue|std::queue",
             "standard containers",
-        ),  # fmt: skip
+        ),
         ("sort", r"std::sort|std::stable_sort|sort", "a sort"),
     ):
         lines = lines_of(pattern)
