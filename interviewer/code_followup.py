@@ -45,32 +45,40 @@ class ChatStream(Protocol):
 
 # -- the run ---------------------------------------------------------------------------------------
 
-# Tests that judge how the code runs rather than what it returns, by the words of their authored names or
-# messages; each maps to a flag. The first match wins.
-_FLAG_TESTS: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"no python loops|python loop", re.I), "loops"),
-    (re.compile(r"data race|racecheck", re.I), "races"),
-    (re.compile(r"syncthreads\(\) \(synccheck\)|barrier divergence|synccheck", re.I), "barrier"),
-    (re.compile(r"uninitiali[sz]ed", re.I), "uninitialised"),
-    (re.compile(r"inputs are left unchanged|modified its argument", re.I), "mutates-inputs"),
-    (re.compile(r"bank conflict", re.I), "bank-conflict"),
-    (re.compile(r"sector|coalesc", re.I), "uncoalesced"),
-    (re.compile(r"atomic", re.I), "atomics"),
-    (
-        re.compile(r"shared memory|tiled|tile|times per element|reads? of (a|b|x)\b|loads per", re.I),
-        "untiled",
-    ),
-    (re.compile(r"\(timed\)|needs o\(|faster|speed|slower|time limit|timing|per second", re.I), "slow"),
-    (re.compile(r"numpy only", re.I), "not-numpy-only"),
-    (re.compile(r"leak|sanitizer|asan|ubsan|undefined behaviou?r", re.I), "memory-safety"),
+# Tests that judge how the code runs rather than what it returns, by their authored names; each maps to a flag.
+# The first match wins. Any other failing test is a hidden case: its input has a property worth asking about.
+_CHECK_TESTS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"^no python loops", re.I), "loops"),
+    (re.compile(r"^numpy only", re.I), "not-numpy-only"),
+    (re.compile(r"^no data races|^threadsanitizer", re.I), "races"),
+    (re.compile(r"^every thread of a block reaches", re.I), "barrier"),
+    (re.compile(r"^no reads of uninitiali[sz]ed", re.I), "uninitialised"),
+    (re.compile(r"^inputs are left unchanged", re.I), "mutates-inputs"),
+    (re.compile(r"bank.conflict", re.I), "bank-conflict"),
+    (re.compile(r"^coalesced", re.I), "uncoalesced"),
+    (re.compile(r"\batomics?\b", re.I), "atomics"),
+    (re.compile(r"^uses shared memory|^tiles cut|^reads each element of .* at most", re.I), "untiled"),
+    (re.compile(r"^the work is spread over threads", re.I), "serial"),
+    (re.compile(r"^faster than|^timing", re.I), "slow"),
+    (re.compile(r"addresssanitizer|leaksanitizer|ubsan|memcheck", re.I), "memory-safety"),
 )
-EFFICIENCY_FLAGS = frozenset({"slow", "loops", "untiled", "atomics", "bank-conflict", "uncoalesced"})
-_SYNC_FLAGS = frozenset({"races", "barrier", "uninitialised"})
+# A timed case ("400 numbers (timed)") is a flag only when it failed for time, not for a wrong answer.
+_TIMED_CASE = re.compile(r"\(timed\)|needs o\(", re.I)
+_TIME_MESSAGE = re.compile(r"time limit|timed out|too slow|slower|cpu time|did not finish|killed", re.I)
+_WARNING_FLAGS = re.compile(r"too slow|slower than|time limit", re.I)
+EFFICIENCY_FLAGS = frozenset(
+    {"slow", "loops", "untiled", "serial", "atomics", "bank-conflict", "uncoalesced"}
+)
+# Flags that are wrong behaviour, not slowness: asked about like a failing case, on the lines that cause them.
+PROPERTY_FLAGS = frozenset(
+    {"races", "barrier", "uninitialised", "mutates-inputs", "memory-safety", "not-numpy-only"}
+)
 
 _FLAG_WORDS = {
     "slow": "too slow on the large inputs",
     "loops": "running Python-level loops",
     "untiled": "not reusing loaded data (no tiling through shared memory)",
+    "serial": "giving too much of the work to too few threads",
     "atomics": "leaning on many atomic operations",
     "bank-conflict": "hitting shared-memory bank conflicts",
     "uncoalesced": "making uncoalesced global memory accesses",
@@ -160,7 +168,9 @@ class CodeRun:
         for t in v.tests:
             if t.passed:
                 continue
-            flag = _flag_of(t.name) or (_flag_of(t.message) if _is_check_name(t.name) else None)
+            flag = _flag_of(t.name)
+            if flag is None and _TIMED_CASE.search(t.name) and _TIME_MESSAGE.search(t.message):
+                flag = "slow"
             if flag is not None:
                 if flag not in flags:
                     flags.append(flag)
@@ -171,10 +181,8 @@ class CodeRun:
             error_kind = next((k for p, k in _ERROR_KINDS if p.search(v.error)), "crash")
             if error_kind == "time limit" and "slow" not in flags:
                 flags.insert(0, "slow")
-        for w in v.warnings:
-            flag = _flag_of(w)
-            if flag in EFFICIENCY_FLAGS and flag not in flags:
-                flags.append(flag)
+        if any(_WARNING_FLAGS.search(w) for w in v.warnings) and "slow" not in flags:
+            flags.append("slow")
         n_ok = sum(t.passed for t in v.tests)
         return cls(v.task_id, v.passed, n_ok, len(v.tests) - n_ok, failing, tuple(flags), error_kind)
 
@@ -203,17 +211,8 @@ class CodeRun:
         }
 
 
-def _flag_of(text: str) -> str | None:
-    return next((f for p, f in _FLAG_TESTS if p.search(text)), None)
-
-
-# Tests whose name states a property of the code ("uses shared memory", "no data races") rather than an input;
-# only for these may the message decide the flag (a wrong value's message must not turn a case into a flag).
-_CHECK_NAME = re.compile(r"^(no |uses |every thread|inputs are|global |kernel|at most|fewer )", re.I)
-
-
-def _is_check_name(name: str) -> bool:
-    return bool(_CHECK_NAME.search(name))
+def _flag_of(name: str) -> str | None:
+    return next((f for p, f in _CHECK_TESTS if p.search(name)), None)
 
 
 def _failing_case(name: str, message: str) -> FailingCase:
@@ -226,6 +225,9 @@ def _failing_case(name: str, message: str) -> FailingCase:
     edge = next((e for p, e in _EDGES if p.search(label)), None)
     if edge is None:
         edge = _edge_of_shapes(shapes)
+    if edge is None:  # "shape 1x37", "7 x 5": the sides an authored name states
+        sides = [f"({m.group(1)}, {m.group(2)})" for m in re.finditer(r"(\d+) ?x ?(\d+)", label)]
+        edge = _edge_of_shapes([f"n {d} int" for d in sides])
     return FailingCase(label, edge, tuple(dict.fromkeys(shapes)))
 
 
@@ -527,16 +529,20 @@ def choose(run: CodeRun, facts: Sequence[Fact], task: TaskInfo, asked: Sequence[
                 tuple(f for f in (used,) if f is not None),
                 flags=tuple(eff or ["slow"]),
             )
-        sync = [f for f in run.flags if f in _SYNC_FLAGS]
-        if run.failing is None and sync:
-            used = _first(facts, "syncthreads", "shared-array", "atomics", "mutex")
+        prop = [f for f in run.flags if f in PROPERTY_FLAGS]
+        if run.failing is None and prop:
+            if prop[0] in ("races", "barrier", "uninitialised"):
+                used = _first(facts, "syncthreads", "shared-array", "atomics", "mutex", "threads")
+                why = "which threads touch the same data on the named lines, and how the candidate orders those accesses"
+            else:
+                used = _first(facts, "new-delete", "containers", "allocations", "nested-loops", "loop")
+                why = "which of the named lines cause it, and how the candidate would find and fix it"
             return FollowupPlan(
                 "failing_case",
-                f"why the code ends up {_FLAG_WORDS[sync[0]]}: which threads touch the same data between "
-                "barriers on the named lines, and how the candidate would order those accesses",
+                f"why the checker finds the code {_FLAG_WORDS[prop[0]]}: {why}",
                 _lines(used),
                 tuple(f for f in (used,) if f is not None),
-                flags=tuple(sync),
+                flags=tuple(prop),
             )
         case = run.failing
         if case is None:
@@ -624,7 +630,13 @@ def choose(run: CodeRun, facts: Sequence[Fact], task: TaskInfo, asked: Sequence[
 # -- the leak guard ---------------------------------------------------------------------------------
 
 _NUM = re.compile(r"(?<![\w.])[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?(?![\w])")
-_EXPECTED = re.compile(r"\bexpected\b[:=]?\s*(.+?)(?=;|\(tolerance|\binput\b|$)", re.I)
+# What a failure message says the right output was: "expected [1, 12]", "expected -4.375", "expected below 0.3",
+# "the loss ... before the step is 2.31", "expected (4, 5)".
+_EXPECTED = re.compile(
+    r"(?:\bexpected|\bshould be|\bbefore the step is|\bvs)\s+(?:below |above |at most |at least |about )?"
+    r"(\([^()]*\)|\[[^\[\]]*(?:\[[^\[\]]*\][^\[\]]*)*\]|'[^']*'|\"[^\"]*\"|[^\s;,()]+)",
+    re.I,
+)
 _INPUT = re.compile(r"\binput:\s*(.+)$", re.I)
 _BRACKETED = re.compile(r"\[[^\[\]]*(?:\[[^\[\]]*\][^\[\]]*)*\]")
 
@@ -682,11 +694,14 @@ def hidden_values(task: TaskInfo, verdict: Verdict | Mapping[str, Any] | None = 
             if t.passed or not t.message:
                 continue
             for m in _EXPECTED.finditer(t.message):
-                frag = m.group(1).strip(" .,:")
-                h.strings += [b for b in _BRACKETED.findall(frag) if len(_squash(b)) >= 4]
-                for pair in re.findall(r"'([^']{3,})'|\"([^\"]{3,})\"", frag):
-                    h.strings += [q for q in pair if q]
-                h.numbers += [(x, 1e-9 + 1e-6 * abs(x)) for x in _numbers(frag) if abs(x) >= 2 or x != int(x)]
+                frag = m.group(1).strip(" .:")
+                if frag[:1] in "[('\"" and len(_squash(frag)) >= 4:
+                    h.strings.append(frag.strip("'\""))
+                h.numbers += [
+                    (x, 0.0 if x == int(x) else 0.005 * abs(x))
+                    for x in _numbers(frag)
+                    if abs(x) >= 2 or x != int(x)
+                ]
             for m in _INPUT.finditer(t.message):
                 h.strings += [b for b in _BRACKETED.findall(m.group(1)) if len(_squash(b)) >= 6]
     return h
@@ -716,7 +731,7 @@ def leaks_hidden(
         if x in given or (abs(x) < 2 and x == int(x)):
             continue
         for value, tol in h.numbers:
-            if abs(x - value) <= max(tol, 1e-9):
+            if abs(abs(x) - abs(value)) <= max(tol, 1e-9):  # a sign dropped in rephrasing still tells
                 return True
     return False
 
@@ -763,19 +778,39 @@ def fallback(plan: FollowupPlan, task: TaskInfo) -> str:
     """The authored question for a plan: public facts only (case name, edge, flags, line numbers)."""
     at = _line_words(plan.lines)
     on = f" on {at}" if at else ""
+    text_answer = task.language == "text"
     if plan.kind == "failing_case":
         if plan.case is not None:
+            if text_answer and task.kind == "numeric":
+                return (
+                    f"Your answer for `{plan.case.name}` does not check out. Which quantities did you start from, "
+                    "and which relation connects them to it?"
+                )
+            if text_answer:
+                return (
+                    f'Your prediction for "{plan.case.name}" differs from what the program prints. Which line of '
+                    "that program is the subtle one, and which language rule decides what it prints?"
+                )
             edge = f", which probes {plan.case.edge}" if plan.case.edge else ""
             return (
                 f'Your code fails the hidden case "{plan.case.name}"{edge}. What is special about that input, '
-                f"and where{on} does your code handle it differently from the usual case?"
+                f"and where{on} does your code treat it differently from the usual case?"
             )
         if plan.flags:
+            flag = plan.flags[0]
+            if flag in ("races", "barrier", "uninitialised"):
+                return (
+                    f"The checker finds your code {_FLAG_WORDS[flag]}. Which threads touch the same data{on}, "
+                    "and what ordering between them does your code rely on?"
+                )
             return (
-                f"The checker reports your code {_FLAG_WORDS.get(plan.flags[0], plan.flags[0])}. Which threads "
-                f"touch the same data{on}, and what ordering between them does your code rely on?"
+                f"The checker finds your code {_FLAG_WORDS.get(flag, flag)}. Which part of your code{on} causes "
+                "that, and how would you confirm the fix?"
             )
-        return "The run stopped before the tests could finish. What in your code do you think caused that, and how would you find out?"
+        return (
+            "The run stopped before the tests could finish. What in your code do you think caused that, and how "
+            "would you find out?"
+        )
     if plan.kind == "efficiency":
         flag = plan.flags[0] if plan.flags else "slow"
         where = f"Looking at {at}, how" if at else "How"
@@ -784,16 +819,41 @@ def fallback(plan: FollowupPlan, task: TaskInfo) -> str:
             "input size, and what would you change first?"
         )
     if plan.kind == "stability":
-        what = plan.facts[0].detail if plan.facts else "that expression"
-        return f"You compute {what}{on}. What happens there with very large or very negative inputs, and how does your code stay finite and accurate?"
+        fact = plan.facts[0] if plan.facts else None
+        if fact is not None and fact.kind == "exp":
+            return (
+                f"You subtract the maximum before the exponential{on}. Why does that keep the result finite, and "
+                "what happens to a row whose entries are all masked to minus infinity?"
+            )
+        if fact is not None and fact.kind == "sqrt-log":
+            return (
+                f"You compute a square root, log or variance{on}. When could that lose precision or divide by "
+                "zero, and how does your code guard against it?"
+            )
+        return (
+            f"You take an exponential of the raw values{on}. What happens there with very large or very negative "
+            "inputs, and how would you keep it finite?"
+        )
     if plan.kind == "design":
         if plan.facts:
-            return f"You use {plan.facts[0].detail}{on}. Why that choice, and how much memory traffic does it cost compared with the alternative?"
-        if task.language == "text":
-            return "Which assumption behind your answer matters most, and how would the result change if it stopped holding?"
+            return (
+                f"You use {plan.facts[0].detail}{on}. Why that choice, and how much memory traffic does it cost "
+                "compared with the alternative?"
+            )
+        if text_answer and task.kind == "numeric":
+            return (
+                "Which assumption behind your answer matters most, and how would the result change if it stopped "
+                "holding?"
+            )
+        if text_answer:
+            return "Which of those outputs was hardest to predict, and which language rule decides it?"
         return "Why did you structure your solution this way, and what alternative did you consider?"
-    where = f" and which of {at} set it" if at else ""
-    return f"What are the time and memory complexity of your solution as the input grows{where}, and is there a better bound?"
+    if at:
+        return (
+            f"Looking at {at}: what are the time and memory complexity of your solution as the input grows, and "
+            "is there a better bound?"
+        )
+    return "What are the time and memory complexity of your solution as the input grows, and is there a better bound?"
 
 
 def _numbered(code: str, lines: Sequence[int]) -> str:
