@@ -629,7 +629,7 @@ def choose(run: CodeRun, facts: Sequence[Fact], task: TaskInfo, asked: Sequence[
 
 # -- the leak guard ---------------------------------------------------------------------------------
 
-_NUM = re.compile(r"(?<![\w.])[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?(?![\w])")
+_NUM = re.compile(r"(?<![\w.])[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?(?!\d)")  # "4.71x" is 4.71
 # What a failure message says the right output was: "expected [1, 12]", "expected -4.375", "expected below 0.3",
 # "the loss ... before the step is 2.31", "expected (4, 5)".
 _EXPECTED = re.compile(
