@@ -52,6 +52,7 @@ def _expected_outputs(task: TaskInfo, verdict: Verdict) -> list[str]:
 
 
 def _contains(text: str, value: str) -> bool:
+    text = re.sub(r"\blines? \d+(?:(?:, | and )\d+)*", "line", text)  # line numbers are the candidate's own
     if value.startswith("[") or re.search(r"[A-Za-z]", value):
         return re.sub(r"\s+", "", value).lower() in re.sub(r"\s+", "", text).lower()
     return bool(re.search(rf"(?<![\d.]){re.escape(value)}(?![\d])", text))
@@ -146,8 +147,9 @@ def test_real_runs_of_the_starter_and_the_reference_lead_to_grounded_followups(t
         run = cf.CodeRun.from_verdict(verdict)
         plan = cf.choose(run, cf.code_facts(code, task.language, task.kind), task)
         runs.append((code, verdict, run, plan))
-    (_, bad, bad_run, bad_plan), (_, good, _, good_plan) = runs
-    assert not bad.passed and good.passed
+    (_, bad, bad_run, bad_plan), (_, good, good_run, good_plan) = runs
+    # A timing check can miss on a loaded machine; the reference is then "slow", which asks the efficiency why.
+    assert not bad.passed and (good.passed or set(good_run.flags) == {"slow"})
     assert bad_plan.kind in {"failing_case", "efficiency"}
     if bad_run.failing is not None and bad_run.error_kind != "time limit":
         assert bad_plan.kind == "failing_case" and bad_plan.case == bad_run.failing
@@ -158,13 +160,16 @@ def test_real_runs_of_the_starter_and_the_reference_lead_to_grounded_followups(t
     for code, verdict, run, plan in runs:
         honest = cf.write(plan, None, task=task, code=code, run=run, verdict=verdict)
         assert honest.text.endswith("?") and honest.kind == plan.kind
-        assert not cf.leaks_hidden(honest.text, task, verdict, allowed=[code])
+        assert not cf.leaks_hidden(honest.text, task, bad, allowed=[code])
         for value in expected:
             assert not _contains(honest.text, value), (value, honest.text)
-            leaky = f"Since the answer should be {value}, what does your version return there?"
-            fu = cf.write(plan, FakePort(leaky), task=task, code=code, run=run, verdict=bad)
-            assert fu.source == "fallback", (value, fu)
-            assert not _contains(fu.text, value)
+    bad_code, _, bad_run, bad_plan = runs[0]
+    for value in expected:  # what the failing code did not produce: a reply stating it is refused
+        leaky = f"Since the answer should be {value}, what does your version return there?"
+        fu = cf.write(bad_plan, FakePort(leaky), task=task, code=bad_code, run=bad_run, verdict=bad)
+        assert fu.source == "fallback", (value, fu)
+        assert not _contains(fu.text, value)
+    for code, verdict, run, plan in runs:
         prompt_fake = FakePort("Why did you write it this way?")
         cf.write(plan, prompt_fake, task=task, code=code, run=run, verdict=verdict)
         sent = str(prompt_fake.model.calls[0][-1].content)
@@ -365,7 +370,7 @@ def test_a_coding_followup_through_the_embedded_server(tmp_path):
     settings = load_settings(embedded_model="smollm2-135m", data_dir=tmp_path, max_tokens=48, timeout=120)
     rt = Runtime(settings)
     try:
-        port = rt.ports("me").model
+        port = rt.model_or_none()
         assert port is not None
         task, code, verdict, run, plan = _plan_and_run("unique-triplets")
         fu = cf.write(plan, port, task=task, code=code, run=run, verdict=verdict, key="embedded-test")
