@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         port = rt.model_or_none()
         if port is None:
-            print("no model available")
+            print(f"no model available: {rt.notices}")
             return 1
         print(f"model: {port.name}\n")
         for task_id, failing in (
