@@ -935,6 +935,8 @@ def write(
     problem = followup_problem(text, target_text, code, asked)
     if problem is None and leaks_hidden(text, task, verdict, allowed=public):
         problem = "states a hidden test's expected value or input"
+    if problem is None and off_kind(text, plan):
+        problem = f"off the plan ({plan.kind.replace('_', ' ')})"
     if problem is None and _quotes_code(text, code):
         problem = "quotes too much of the code"
     if problem is not None:
@@ -943,6 +945,34 @@ def write(
             rejected=text[:MAX_FOLLOWUP_CHARS], model=port.name, seconds=seconds,
         )  # fmt: skip
     return CodeFollowup(text, plan.kind, "model", plan.lines, model=port.name, seconds=seconds)
+
+
+# A question of the plan's kind uses one of its words; a small model's generic "what does this line do?" does not.
+_KIND_WORDS: dict[str, tuple[str, ...]] = {
+    "efficiency": ("slow", "fast", "cost", "grow", "scal", "complexit", "o(", "time", "efficien", "memory", "loop",
+                   "tile", "tiling", "cache", "coalesc", "bank", "atomic", "traffic", "quadratic", "cubic", "n^",
+                   "bandwidth", "shared", "thread", "speed"),
+    "complexity": ("complexit", "o(", "grow", "scal", "time", "memory", "bound", "quadratic", "linear", "cubic",
+                   "n^", "log", "cost", "space"),
+    "stability": ("overflow", "underflow", "stab", "finite", "inf", "nan", "precision", "large", "negative",
+                  "max", "round", "cancel", "zero", "epsilon", "eps"),
+    "design": ("why", "choos", "chose", "alternative", "instead", "trade", "memory", "traffic", "design",
+               "assum", "rule"),
+}  # fmt: skip
+
+
+def off_kind(text: str, plan: FollowupPlan) -> bool:
+    """Whether a question misses what the plan asks about: the failing case's property, or its kind's words."""
+    low = text.lower()
+    if plan.kind == "failing_case":
+        if plan.case is None:
+            return False
+        want = re.findall(r"[a-z]{4,}", f"{plan.case.name} {plan.case.edge or ''}".lower())
+        return not any(w[:5] in low for w in want if w not in _GENERIC_CASE_WORDS)
+    return not any(w in low for w in _KIND_WORDS[plan.kind])
+
+
+_GENERIC_CASE_WORDS = frozenset("with than that this into from case cases input inputs output".split())
 
 
 def _quotes_code(text: str, code: str) -> bool:

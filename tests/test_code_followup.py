@@ -379,3 +379,21 @@ def test_a_coding_followup_through_the_embedded_server(tmp_path):
         assert not cf.leaks_hidden(fu.text, task, verdict, allowed=[code])
     finally:
         rt.close()
+
+
+def test_a_question_off_the_plan_is_replaced_and_every_authored_question_is_on_it():
+    task, code, verdict, run, plan = _plan_and_run()
+    generic = cf.write(plan, FakePort("What does the line with sorted do in your code?"), task=task, code=code,
+                       run=run, verdict=verdict)  # fmt: skip
+    assert generic.source == "fallback" and generic.fallback_reason == "off the plan (failing case)"
+    ok = cf.choose(cf.CodeRun.from_verdict(_passing(task)), cf.code_facts(code, "python"), task)
+    vague = cf.write(ok, FakePort("How does your code handle disjoint intervals in the lists?"), task=task,
+                     code=code, run=run)  # fmt: skip
+    assert ok.kind == "complexity" and vague.source == "fallback"
+    for task_id in TASK_IDS:
+        t = checker.get_task(task_id)
+        c = _code(t)
+        facts = cf.code_facts(c, t.language, t.kind)
+        for v in (_synthetic_failing(t), _passing(t)):
+            p = cf.choose(cf.CodeRun.from_verdict(v), facts, t)
+            assert not cf.off_kind(cf.fallback(p, t), p), (task_id, p.kind)
