@@ -1049,3 +1049,12 @@ def run_history_markdown(runs: Sequence[Mapping[str, Any]]) -> str:
             line += f'\n   - asked ({_md(str(fu.get("kind", "")).replace("_", " "))}): "{_md(fu["text"])}"'
         out.append(line)
     return "\n".join(out)
+
+
+def history_from_events(events: Iterable[Any], qid: str) -> list[dict[str, Any]]:
+    """A question's ``code_run`` events from the session store, as :func:`run_history_markdown` reads them."""
+    return [
+        {"at": e.ts, **e.payload}
+        for e in events
+        if getattr(e, "kind", None) == "code_run" and e.payload.get("qid") == qid
+    ]

@@ -397,3 +397,19 @@ def test_a_question_off_the_plan_is_replaced_and_every_authored_question_is_on_i
         for v in (_synthetic_failing(t), _passing(t)):
             p = cf.choose(cf.CodeRun.from_verdict(v), facts, t)
             assert not cf.off_kind(cf.fallback(p, t), p), (task_id, p.kind)
+
+
+def test_the_run_history_reads_code_run_events_from_the_session_store(tmp_path):
+    from interviewer.store import SessionStore
+
+    task, code, verdict, run, plan = _plan_and_run()
+    fu = cf.write(plan, None, task=task, code=code, run=run, verdict=verdict)
+    store = SessionStore(tmp_path / "s.db")
+    sid = store.create("me", "coding", {"rounds": ["ml-coding"]})
+    payload = {"qid": "q1", "verdict": verdict.model_dump(mode="json"), **cf.event_payload(run, plan, fu)}
+    store.append(sid, "code_run", payload, ts=3600.0)
+    store.append(sid, "code_run", {"qid": "q2", "verdict": _passing(task).model_dump(mode="json")})
+    history = cf.history_from_events(store.events(sid), "q1")
+    assert [h["at"] for h in history] == [3600.0]
+    md = cf.run_history_markdown(history)
+    assert md.startswith("1. 01:00:00 UTC: 1/2 passed") and "asked (failing case)" in md and "\n2." not in md
