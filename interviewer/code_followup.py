@@ -25,6 +25,7 @@ from langchain_core.messages import BaseMessage, HumanMessage
 
 from interviewer import prompts
 from interviewer.checker.models import TaskInfo, Verdict
+from interviewer.content.models import Question
 from interviewer.errors import InterviewerError
 from interviewer.scoring.guard import fence
 
@@ -893,6 +894,7 @@ def write(
     verdict: Verdict | Mapping[str, Any] | None = None,
     asked: Sequence[str] = (),
     key: str | None = None,
+    question: Question | None = None,
 ) -> CodeFollowup:
     """One short question for ``plan``: the model's, vetted, else the authored one for the plan's kind.
 
@@ -903,6 +905,7 @@ def write(
         verdict: the full verdict, used only by the leak guard (its messages name the expected values).
         asked: the interviewer's earlier questions on this task (a repeat is rejected).
         key: the session id, which pins the request to the session's server slot.
+        question: the coding question, whose rubric wording a question must not echo (``listen.leak``).
     Returns:
         The question with its source; a model failure or a rejected reply falls back, never raises.
     """
@@ -935,6 +938,12 @@ def write(
     problem = followup_problem(text, target_text, code, asked)
     if problem is None and leaks_hidden(text, task, verdict, allowed=public):
         problem = "states a hidden test's expected value or input"
+    if problem is None and question is not None:
+        from interviewer import listen
+
+        leaked = listen.leak(text, question, [code])
+        if leaked is not None:
+            problem = f"leaks the rubric's wording ({leaked})"
     if problem is None and off_kind(text, plan):
         problem = f"off the plan ({plan.kind.replace('_', ' ')})"
     if problem is None and _quotes_code(text, code):
@@ -993,11 +1002,15 @@ def followup_for_run(
     asked: Sequence[str] = (),
     asked_kinds: Sequence[str] = (),
     key: str | None = None,
+    question: Question | None = None,
 ) -> tuple[CodeRun, FollowupPlan, CodeFollowup]:
     """The whole step after "Run tests": summarise the run, read the code, choose, write."""
     run = CodeRun.from_verdict(verdict)
     plan = choose(run, code_facts(code, task.language, task.kind), task, asked_kinds)
-    return run, plan, write(plan, port, task=task, code=code, run=run, verdict=verdict, asked=asked, key=key)
+    fu = write(
+        plan, port, task=task, code=code, run=run, verdict=verdict, asked=asked, key=key, question=question
+    )
+    return run, plan, fu
 
 
 def event_payload(run: CodeRun, plan: FollowupPlan, followup: CodeFollowup) -> dict[str, Any]:

@@ -413,3 +413,16 @@ def test_the_run_history_reads_code_run_events_from_the_session_store(tmp_path):
     assert [h["at"] for h in history] == [3600.0]
     md = cf.run_history_markdown(history)
     assert md.startswith("1. 01:00:00 UTC: 1/2 passed") and "asked (failing case)" in md and "\n2." not in md
+
+
+def test_a_question_echoing_the_coding_rubric_is_replaced():
+    from pathlib import Path
+
+    from interviewer.content import load_question
+
+    q = load_question(Path(__file__).parent.parent / "rubrics/phone-screen/phone.coding.merge-intervals.yaml")
+    assert q.coding_task == "merge-intervals"
+    task, code, verdict, run, plan = _plan_and_run()
+    echo = f"When the first list is empty, {q.why(1).target.rstrip('.?')}?"
+    fu = cf.write(plan, FakePort(echo), task=task, code=code, run=run, verdict=verdict, question=q)
+    assert fu.source == "fallback" and fu.fallback_reason.startswith("leaks the rubric's wording")
