@@ -95,7 +95,10 @@ _FLAG_WORDS = {
 _EDGES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\bempty\b|\bno (elements|intervals|numbers)\b|n ?= ?0\b", re.I), "empty input"),
     (
-        re.compile(r"fewer than|one element|single|\bn ?= ?1\b|one (interval|row|column|value)\b", re.I),
+        re.compile(
+            r"fewer than|one element|single (element|value|row|column|number|interval)|\bn ?= ?1\b|one (interval|row|column|value)\b",
+            re.I,
+        ),
         "tiny input",
     ),
     (
