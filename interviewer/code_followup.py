@@ -963,7 +963,7 @@ def write(
 _KIND_WORDS: dict[str, tuple[str, ...]] = {
     "efficiency": ("slow", "fast", "cost", "grow", "scal", "complexit", "o(", "time", "efficien", "memory", "loop",
                    "tile", "tiling", "cache", "coalesc", "bank", "atomic", "traffic", "quadratic", "cubic", "n^",
-                   "bandwidth", "shared", "thread", "speed"),
+                   "bandwidth", "shared", "thread", "speed", "long", "large", "expensive", "quick"),
     "complexity": ("complexit", "o(", "grow", "scal", "time", "memory", "bound", "quadratic", "linear", "cubic",
                    "n^", "log", "cost", "space"),
     "stability": ("overflow", "underflow", "stab", "finite", "inf", "nan", "precision", "large", "negative",

@@ -426,3 +426,14 @@ def test_a_question_echoing_the_coding_rubric_is_replaced():
     echo = f"When the first list is empty, {q.why(1).target.rstrip('.?')}?"
     fu = cf.write(plan, FakePort(echo), task=task, code=code, run=run, verdict=verdict, question=q)
     assert fu.source == "fallback" and fu.fallback_reason.startswith("leaks the rubric's wording")
+
+
+def test_an_efficiency_question_in_plain_words_is_kept():
+    task = checker.get_task("unique-triplets")
+    code = "def three_sum(nums, target):\n    for i in nums:\n        for j in nums:\n            for k in nums:\n                pass\n"
+    timed = Verdict(task_id=task.id, tests=[TestResult(name="a", passed=True)], error="time limit exceeded")
+    run = cf.CodeRun.from_verdict(timed)
+    plan = cf.choose(run, cf.code_facts(code, "python"), task)
+    asked = "Why does the code take so long to find the triplets on large inputs?"
+    fu = cf.write(plan, FakePort(asked), task=task, code=code, run=run, verdict=timed)
+    assert plan.kind == "efficiency" and fu.source == "model" and fu.text == asked
