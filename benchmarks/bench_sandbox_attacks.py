@@ -25,10 +25,18 @@ GROUPS = {
         "filling_the_disk", "stdout_flood", "orphaned", "limits_are", "prewarmed", "a_fork_bomb",
         "boxes_of_a_killed", "hosts_secrets",
     ),
+    "weak mode: the grader's own /proc/<pid>/environ": ("graders_proc_environ",),
     "forged Python passes (patched comparisons, fake files, early exits)": ("forged_passes",),
     "NumPy-only rule (exec/eval, torch, getattr, importlib, ctypes at run time)": ("numpy_only",),
+    "NumPy-only rule: np.vectorize aliases, recursion, the audit hook's state through gc/frames": (
+        "vectorize_under", "recursion", "audit_hook_state",
+    ),
     "results channel (forged lines, key hunt, frame flood, deep JSON, huge ints, 15 MB values)": ("results_channel", "hostile_result", "deep_json", "out_of_reach", "flood_of_result"),
     "forged C++ passes (skipped timed calls, drawn timed shape, sanitizer hooks)": ("transpose", "sanitizer_hooks"),
+    "C++ timing: report rewritten by a destructor, remembered results replayed, work in a helper process": ("timing_report", "replayed_result", "helper_process"),
+    "C++ sanitizers: options via environment + re-exec, ifuncs, pasted no_sanitize, driver output printed by project code": (
+        "sanitizer_options", "no_sanitize_attribute", "ifunc_resolver", "exec_guard", "printed_by_project",
+    ),
     "hidden C++ drivers (.incbin)": ("incbin",),
 }  # fmt: skip
 

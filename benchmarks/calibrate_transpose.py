@@ -2,19 +2,22 @@
 
 Run: .venv/bin/python benchmarks/calibrate_transpose.py [runs] [solution.cpp ...]
 Without files it times the reference (32x32 tiles), 16x16 and 64x64 tiles, the naive loop and the
-column-order naive loop. Each run is one sandboxed harness run (7 interleaved repetitions, best of each).
+column-order naive loop. Each run is one sandboxed harness run (7 interleaved repetitions, best of each) on
+the timed shape the grader would draw for that seed (sides 1536, 2048 or 2560).
 """
 
 from __future__ import annotations
 
+import secrets
 import statistics
 import sys
 from pathlib import Path
 
 import numpy as np
 
+from interviewer.checker import channel
 from interviewer.checker.cpp_tasks import transpose as T
-from interviewer.checker.cpp_tasks._build import build_and_run, harness_object
+from interviewer.checker.cpp_tasks._build import build_plugin_and_run, harness_object
 from interviewer.checker.sandbox import Sandbox
 
 TASK = Path(__file__).resolve().parents[1] / "rubrics" / "coding" / "cpp-tiled-transpose"
@@ -35,16 +38,18 @@ def ratios(sb: Sandbox, code: str, runs: int) -> tuple[list[float], list[float]]
     obj = harness_object(sb, "transpose_harness", (TASK / "harness.cpp").read_text(), T.FLAGS)
     out, paired = [], []
     for seed in range(runs):
+        key = channel.new_key()
         files: dict[str, str | bytes] = {
-            "solution.cpp": code,
-            "harness.o": obj,
             "input.txt": T._input_text(
-                seed, [(1, 1)], T.TIMING_REPS, T.timing_keys(np.random.default_rng(seed), *T.TIMING_SHAPE)
+                seed, [(1, 1)], T.TIMING_REPS, T.timing_shape(np.random.default_rng(seed))
             ),
+            channel.KEY_FILE: f"{key} {secrets.randbits(62)}\n",
         }
-        r = build_and_run(sb, files, [*T.FLAGS, "solution.cpp", "harness.o"], ["./prog", "input.txt"],
-                          limits=T.RUN_LIMITS, collect=["report.txt"])  # fmt: skip
-        _, pairs, _ = T._parse_report(r.files.get("report.txt", b"").decode())
+        r = build_plugin_and_run(
+            sb, {"solution.cpp": code}, {"harness": obj}, files, T.FLAGS, T.PLUGIN_FLAGS, ["./prog", "input.txt"],
+            limits=T.RUN_LIMITS, collect=["report.txt"],
+        )  # fmt: skip
+        pairs = T._parse_records(r.files.get("report.txt", b""), key).timings
         t = T._timing(pairs)
         if t is not None:
             out.append(t.ratio)

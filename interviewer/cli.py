@@ -456,6 +456,9 @@ def check(
     task: Annotated[str | None, typer.Argument(help="task id (see --list)")] = None,
     file: Annotated[Path | None, typer.Argument(help="your solution file")] = None,
     list_: Annotated[bool, typer.Option("--list", help="list the task ids, one per line")] = False,
+    seed: Annotated[
+        int | None, typer.Option(help="draw the hidden inputs from this seed (a verdict prints its seed)")
+    ] = None,
 ) -> None:
     """Run a coding task's hidden tests in the sandbox; exit 0 only when every test passes."""
     from interviewer import checker
@@ -465,14 +468,14 @@ def check(
             print(t.id)
         return
     if not task or not file:
-        _fail(InputError("usage: interviewer check TASK FILE (or --list)"), code=2)
+        _fail(InputError("usage: interviewer check TASK FILE [--seed N] (or --list)"), code=2)
     assert task is not None and file is not None
     try:
         code = file.read_text(encoding="utf-8")
     except OSError as e:
         _fail(InputError(f"cannot read {file}: {e.strerror}"), code=2)
     try:
-        verdict = checker.check(task, code, prewarm=False)  # one shot: no box to keep warm
+        verdict = checker.check(task, code, prewarm=False, seed=seed)  # one shot: no box to keep warm
     except InterviewerError as e:
         _fail(e, code=2)
     print(verdict.render_text())

@@ -255,3 +255,34 @@ def test_every_key_point_of_every_concept_question_has_a_reading_probe(bank):
         for p in q.probes:
             assert "candidate" in p.ask, f"{q.id}: probe '{p.ask}' must ask what the candidate's answer says"
             assert len({o.strip().casefold() for o in p.options}) == len(p.options), f"{q.id}: '{p.ask}'"
+
+
+def test_every_design_and_case_question_has_whiteboard_components(bank):
+    from interviewer.whiteboard import components_named
+
+    for round_ in (Round.DESIGN, Round.CASE):
+        for q in bank.by_round(round_):
+            names = [c.name for c in q.components]
+            assert len(names) >= 4, (
+                f"{q.id} has {len(names)} expected components; a whiteboard design needs at least 4"
+            )
+            assert len({n.lower() for n in names}) == len(names), f"{q.id}: component names repeat: {names}"
+            for c in q.components:
+                assert c.aliases and all(a.strip() for a in c.aliases), f"{q.id}: {c.name} has an empty alias"
+                assert c.why.strip() and c.ask.rstrip().endswith("?"), (
+                    f"{q.id}: {c.name} needs a why and a question"
+                )
+                # A box labelled with the component's own name is recognised as that component and no other.
+                assert components_named(c.name, q) == [c.name], (
+                    f"{q.id}: a box named {c.name!r} reads as {components_named(c.name, q)}"
+                )
+
+
+def test_a_malformed_expected_flow_is_refused(tmp_path):
+    data = yaml.safe_load((REPO / "rubrics" / "system-design" / "design.fraud-scoring.yaml").read_text())
+    data["flows"] = [{"from": "API gateway", "to": "quantum router"}]
+    path = tmp_path / "system-design" / "design.fraud-scoring.yaml"
+    path.parent.mkdir(parents=True)
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(ContentError, match="quantum router"):
+        load_question(path)

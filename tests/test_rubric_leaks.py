@@ -59,6 +59,8 @@ def spoken(q: Question) -> list[tuple[str, str]]:
         out.append((f"push {i + 1}", p.ask))
     for c in q.contradictions:
         out.append((f"challenge '{c.name}'", c.challenge))
+    for part in q.components:
+        out.append((f"whiteboard ask '{part.name}'", part.ask))
     return out
 
 

@@ -6,6 +6,7 @@ Public API used by the CLI and the UI: :func:`list_tasks`, :func:`get_task`, :fu
 from __future__ import annotations
 
 import importlib
+import inspect
 import time
 from pathlib import Path
 
@@ -106,11 +107,14 @@ def prepare(task_id: str, *, sandbox: Sandbox | None = None) -> None:
         prep(task, sandbox or default_sandbox())
 
 
-def check(task_id: str, code: str, *, sandbox: Sandbox | None = None, prewarm: bool = True) -> Verdict:
+def check(
+    task_id: str, code: str, *, sandbox: Sandbox | None = None, prewarm: bool = True, seed: int | None = None
+) -> Verdict:
     """Grade ``code`` for a task with its hidden tests.
 
     With ``prewarm`` (the UI), a box for the next run of this task is pre-started afterwards; one-shot
-    callers (the CLI) pass ``prewarm=False``.
+    callers (the CLI) pass ``prewarm=False``. ``seed`` repeats the hidden-input draw of an earlier verdict
+    (``Verdict.seed``), for graders whose ``grade`` takes one; by default each run draws a fresh seed.
 
     Returns:
         The verdict (failing tests, a compile error or a time limit are verdicts, not exceptions).
@@ -131,8 +135,11 @@ def check(task_id: str, code: str, *, sandbox: Sandbox | None = None, prewarm: b
         raise ContentError(
             f"{task.path / 'task.yaml'}: runner '{task.runner}' cannot be imported ({e})"
         ) from e
+    takes_seed = "seed" in inspect.signature(runner.grade).parameters
+    if seed is not None and not takes_seed:
+        raise InputError(f"task '{task_id}' does not take a seed (its hidden inputs are not drawn from one)")
     start = time.monotonic()
-    verdict: Verdict = runner.grade(task, code, sb)
+    verdict: Verdict = runner.grade(task, code, sb, seed=seed) if takes_seed else runner.grade(task, code, sb)
     if verdict.seconds == 0.0:
         verdict.seconds = time.monotonic() - start
     prep = getattr(runner, "prepare", None)

@@ -77,6 +77,7 @@ class Verdict(BaseModel):
     seconds: float = 0.0
     warnings: list[str] = Field(default_factory=list)
     error: str | None = None  # the code could not be run/graded at all (syntax error, time limit...)
+    seed: int | None = None  # the hidden-input draw, for graders that take one (``--seed`` repeats it)
 
     @model_validator(mode="after")
     def _consistent(self) -> Verdict:
@@ -89,6 +90,8 @@ class Verdict(BaseModel):
         n_ok = sum(t.passed for t in self.tests)
         head = "PASSED" if self.passed else "FAILED"
         lines = [f"{self.task_id}: {head} ({n_ok}/{len(self.tests)} tests, {self.seconds:.2f} s)"]
+        if self.seed is not None:
+            lines.append(f"  hidden inputs drawn with seed {self.seed} (check again with --seed {self.seed})")
         lines += [f"  warning: {w}" for w in self.warnings]
         if self.error:
             lines.append(f"  error: {self.error}")

@@ -609,10 +609,11 @@ class Sandbox:
         limits: Limits,
         collect: Sequence[str],
     ) -> RunResult:
+        _shield_grader_process()
         with tempfile.TemporaryDirectory(prefix="interviewer-weak-") as box:
             _write_files(box, {**files, ".go": b""}, None)
             env = _weak_env(box)
-            result = _supervise(list(argv), limits, [], None, cwd=box, env=env)
+            result = _supervise(_weak_argv(argv), limits, [], None, cwd=box, env=env)
             files_out = _collect(box, collect, limits)
         return _with_files(result, files_out)
 
@@ -660,6 +661,39 @@ def _weak_env(box: str) -> dict[str, str]:
     keep = ("PATH", "LD_LIBRARY_PATH", "LANG", "LC_ALL", "TZ")
     env = {k: os.environ[k] for k in keep if k in os.environ}
     return env | {"HOME": box, "TMPDIR": box, **_BOX_ENV}
+
+
+@functools.lru_cache(maxsize=1)
+def _shield_grader_process() -> None:
+    """Make this (the grader's) process non-dumpable, once and for good, before any weak-mode code runs.
+
+    Weak mode runs candidate code as this user, and ``/proc/<grader pid>/environ`` holds the environment
+    this process was started with (API keys), whatever ``os.environ`` holds now. A non-dumpable process's
+    ``/proc`` files belong to root and need CAP_SYS_PTRACE to open, which same-user code (and root code
+    without capabilities, see ``_weak_argv``) lacks. For good, not per run: weak mode does not contain
+    daemonised children, and one that outlived its run could read the file once it was readable again.
+    """
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(4, 0, 0, 0, 0) != 0:  # PR_SET_DUMPABLE = 4
+        raise SandboxUnavailable(
+            f"weak mode cannot hide this process's environment from the code (prctl: errno {ctypes.get_errno()})"
+        )
+
+
+def _weak_argv(argv: Sequence[str]) -> list[str]:
+    """As root, weak-mode code keeps uid 0 (a Python under /root stays usable) but gets no capabilities:
+    without CAP_SYS_PTRACE it cannot open a non-dumpable process's ``/proc`` files, without
+    CAP_DAC_OVERRIDE it cannot read other users' files, and ``no_new_privs`` stops setuid binaries."""
+    if os.geteuid() != 0:
+        return list(argv)
+    if shutil.which("setpriv") is None:
+        raise SandboxUnavailable(
+            "weak mode as root needs setpriv (Debian package util-linux) to drop root's capabilities"
+        )
+    drop = ["--inh-caps=-all", "--ambient-caps=-all", "--bounding-set=-all", "--no-new-privs"]
+    return ["setpriv", *drop, "--", *argv]
 
 
 def _nobody_can_reach(path: str) -> bool:

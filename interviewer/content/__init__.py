@@ -4,6 +4,8 @@ from interviewer.content.loader import Bank, load_bank, load_question
 from interviewer.content.models import (
     Contradiction,
     Criterion,
+    ExpectedComponent,
+    ExpectedFlow,
     FactCheck,
     NumericCheck,
     PushStep,
@@ -17,6 +19,8 @@ __all__ = [
     "Bank",
     "Contradiction",
     "Criterion",
+    "ExpectedComponent",
+    "ExpectedFlow",
     "FactCheck",
     "NumericCheck",
     "PushStep",

@@ -216,6 +216,36 @@ class Scenario(_Strict):
     candidate_call: list[str] = Field(default_factory=list)
 
 
+class ExpectedComponent(_Strict):
+    """A part a whiteboard design for this question should draw.
+
+    ``aliases`` are the words a node label may use for it, matched case-insensitively on word boundaries
+    (punctuation folded to spaces, a plural ``s`` allowed). ``why`` says what the part does in this design;
+    ``ask`` is the follow-up when it is missing: it points at the need, not at the answer.
+    """
+
+    name: NonEmpty
+    aliases: list[NonEmpty] = Field(min_length=1)
+    why: NonEmpty
+    ask: NonEmpty
+
+    @field_validator("ask")
+    @classmethod
+    def _ask_is_question(cls, text: str) -> str:
+        if "?" not in text:
+            raise ValueError("ask must be a question (contain '?')")
+        return text
+
+
+class ExpectedFlow(_Strict):
+    """Two expected components a design should connect: a path of arrows between them, either way round."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    source: NonEmpty = Field(alias="from")
+    target: NonEmpty = Field(alias="to")
+
+
 class Question(_Strict):
     """One question with its rubric."""
 
@@ -240,6 +270,8 @@ class Question(_Strict):
     seed_topics: list[NonEmpty] = Field(default_factory=list)
     scenario: Scenario | None = None
     probes: list[Probe] = Field(default_factory=list)  # reading probes per key point
+    components: list[ExpectedComponent] = Field(default_factory=list)  # what a whiteboard design should draw
+    flows: list[ExpectedFlow] = Field(default_factory=list)  # which of those components should connect
     coding_task: str | None = None  # id of a task under rubrics/coding/ checked by the sandbox
 
     @model_validator(mode="after")
@@ -256,6 +288,15 @@ class Question(_Strict):
                 raise ValueError(
                     f"probe '{p.ask}' reads {p.point}, but {p.part} has {sizes[p.part]} key points"
                 )
+        parts = [c.name for c in self.components]
+        if len(set(parts)) != len(parts):
+            raise ValueError(f"components must have distinct names; got {parts}")
+        for f in self.flows:
+            for end in (f.source, f.target):
+                if end not in parts:
+                    raise ValueError(
+                        f"flow {f.source} -> {f.target} names '{end}', which is not one of {parts}"
+                    )
         names = {c.name for c in self.criteria}
         for c in self.contradictions:
             if c.criterion is not None and c.criterion not in names:

@@ -426,8 +426,9 @@ def test_numpy_only_task_refuses_hidden_loops_and_other_libraries(
     assert "[FAIL] NumPy only" in text, text
 
 
-# Passes the syntax-tree check (no exec name, no import but numpy, no private attribute): the loops live in
-# a bytes literal run by the C API through NumPy's own ctypes module. Only the run-time hook sees it.
+# The loops live in a bytes literal run by the C API through NumPy's own ctypes module. The syntax-tree check
+# refuses the name `ctypes`; the run-time hook must refuse the call on its own, so it is run here past the
+# tree check, straight through the harness.
 CTYPES_GADGET = (
     "import numpy as np\n"
     f"np.ctypeslib.ctypes.pythonapi.PyRun_SimpleString(b'import builtins\\n' + {CONV_LOOPS.encode()!r}"
@@ -437,15 +438,36 @@ CTYPES_GADGET = (
 )
 
 
-def test_numpy_only_is_enforced_at_run_time_too(
-    fast_content: Path, sandbox: Sandbox, host_snapshot: None
-) -> None:
-    from interviewer.checker.python_tasks.common import find_loops, numpy_only_problems
+def _run_past_the_tree_check(code: str, sandbox: Sandbox, limits: Limits | None = None) -> str:
+    """numpy-conv2d's hidden cases run on ``code`` under the run-time policy alone; every case's outcome."""
+    import numpy as np
 
-    assert find_loops(CTYPES_GADGET) == [] and numpy_only_problems(CTYPES_GADGET) == []
-    v = check("numpy-conv2d", CTYPES_GADGET, sandbox=sandbox)
-    text = v.render_text()
-    assert not v.passed, text
+    from interviewer.checker.python_tasks.common import run_cases
+    from interviewer.checker.python_tasks.conv2d import expected_conv2d, make_cases
+
+    cases = make_cases(np.random.default_rng())
+    limits = limits or Limits(cpu_seconds=5, wall_seconds=10)
+    outputs, _ = run_cases(sandbox, code, cases, limits, policy="numpy")
+    lines = []
+    for c in cases:
+        out = outputs[c.name]
+        if out.error is not None:
+            lines.append(f"FAIL {c.name}: {out.error}")
+            continue
+        want = expected_conv2d(c.arrays["x"], c.arrays["w"], *(
+            tuple(v) if isinstance(v, list) else v for v in (c.scalars["stride"], c.scalars["padding"])
+        ))  # fmt: skip
+        ok = out.arrays is not None and np.allclose(out.arrays[0], want, rtol=1e-4, atol=1e-4)
+        lines.append(f"{'ok' if ok else 'FAIL'} {c.name}")
+    return "\n".join(lines)
+
+
+def test_numpy_only_is_enforced_at_run_time_too(sandbox: Sandbox, host_snapshot: None) -> None:
+    from interviewer.checker.python_tasks.common import numpy_only_problems
+
+    assert numpy_only_problems(CTYPES_GADGET), "the tree check no longer sees ctypes"
+    text = _run_past_the_tree_check(CTYPES_GADGET, sandbox)
+    assert "ok " not in text, text
     assert "NumPy code only" in text and "ctypes" in text, text
 
 
@@ -696,3 +718,575 @@ def test_a_flood_of_result_frames_is_cut(fast_content: Path, sandbox: Sandbox, h
     v = check("merge-intervals", code, sandbox=sandbox)
     text = v.render_text()
     assert not v.passed and "more than 1000 results were sent" in text, text
+
+
+# ------------------------------------------------------------------ weak mode: the grader's own environment
+WEAK_GRADER = """
+import json, sys
+from interviewer.checker.sandbox import Limits, Sandbox
+sb = Sandbox("weak")
+sb.status = lambda: (False, "no user namespaces here")
+r = sb.run({"a.py": sys.argv[1]}, [sys.executable, "a.py"], Limits(wall_seconds=20))
+print(json.dumps({"rc": r.returncode, "out": r.stdout, "err": r.stderr}))
+"""
+
+PROC_ENVIRON_HUNT = """
+import os
+found, tried = [], 0
+pids = [str(os.getppid())] + [p for p in os.listdir("/proc") if p.isdigit()]
+for pid in pids:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            data = f.read()
+        tried += 1
+    except OSError:
+        continue
+    for line in data.split(b"\\0"):
+        if line.startswith(b"OPENAI_API_KEY=sk-canary-"):
+            found.append(pid + " " + line.decode())
+print("ppid", os.getppid(), "read", tried, "found", found)
+"""
+
+
+def test_weak_mode_candidate_cannot_read_the_graders_proc_environ(tmp_path: Path) -> None:
+    """Weak mode: the code walked /proc to the grader's environ and read the API keys it was started with."""
+    import json
+    import subprocess
+
+    canary = "sk-canary-" + uuid.uuid4().hex
+    env = {**os.environ, "OPENAI_API_KEY": canary, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    out = subprocess.run(
+        [sys.executable, "-c", WEAK_GRADER, PROC_ENVIRON_HUNT], env=env, capture_output=True, text=True,
+        timeout=120, cwd=tmp_path,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    res = json.loads(out.stdout.strip().splitlines()[-1])
+    assert res["rc"] == 0 and "ppid" in res["out"], res
+    assert canary not in res["out"] and canary not in res["err"], f"the grader's key leaked: {res['out']}"
+
+
+# ------------------------------------------------------------------ NumPy-only: aliases, recursion, the hook's state
+CONV_EINSUM = (
+    "def _conv(x, w, stride, padding):\n"
+    "    sh, sw = (stride, stride) if isinstance(stride, int) else stride\n"
+    "    ph, pw = (padding, padding) if isinstance(padding, int) else padding\n"
+    "    xp = np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)))\n"
+    "    kh, kw = w.shape[2], w.shape[3]\n"
+    "    win = np.lib.stride_tricks.sliding_window_view(xp, (kh, kw), axis=(2, 3))[:, :, ::sh, ::sw]\n"
+    "    return np.einsum('nchwij,ocij->nohw', win, w).astype(x.dtype)\n"
+)
+VECTORIZE_ALIASES = {
+    "imported under another name": "import numpy as np\nfrom numpy import vectorize as each\n"
+    + CONV_EINSUM
+    + "def conv2d(x, w, stride=1, padding=0):\n"
+    "    return each(lambda v: v, otypes=[x.dtype])(_conv(x, w, stride, padding))\n",
+    "bound to a new name": "import numpy as np\neach = np.vectorize\n"
+    + CONV_EINSUM
+    + "def conv2d(x, w, stride=1, padding=0):\n"
+    "    return each(lambda v: v, otypes=[x.dtype])(_conv(x, w, stride, padding))\n",
+    "default argument": "import numpy as np\n"
+    + CONV_EINSUM
+    + "def conv2d(x, w, stride=1, padding=0, each=np.vectorize):\n"
+    "    return each(lambda v: v, otypes=[x.dtype])(_conv(x, w, stride, padding))\n",
+}
+
+
+@pytest.mark.parametrize("spelling", list(VECTORIZE_ALIASES))
+def test_np_vectorize_under_an_alias_is_a_python_loop(
+    spelling: str, fast_content: Path, sandbox: Sandbox, host_snapshot: None
+) -> None:
+    v = check("numpy-conv2d", VECTORIZE_ALIASES[spelling], sandbox=sandbox)
+    text = v.render_text()
+    assert not v.passed and "[FAIL] no Python loops" in text and "vectorize" in text, text
+
+
+PIXEL_SETUP = (
+    "import numpy as np\n"
+    "def conv2d(x, w, stride=1, padding=0):\n"
+    "    sh, sw = (stride, stride) if isinstance(stride, int) else stride\n"
+    "    ph, pw = (padding, padding) if isinstance(padding, int) else padding\n"
+    "    xp = np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)))\n"
+    "    kh, kw = w.shape[2], w.shape[3]\n"
+    "    ho, wo = (xp.shape[2] - kh) // sh + 1, (xp.shape[3] - kw) // sw + 1\n"
+    "    y = np.zeros((x.shape[0], w.shape[0], ho, wo), dtype=x.dtype)\n"
+)
+PIXEL_BODY = (
+    "    if k == y.shape[2] * y.shape[3]:\n"
+    "        return y\n"
+    "    i, j = divmod(k, y.shape[3])\n"
+    "    y[:, :, i, j] = np.einsum('ncij,ocij->no', xp[:, :, i*sh:i*sh+kh, j*sw:j*sw+kw], w)\n"
+)
+# One output pixel per call, the function calling itself by name.
+RECURSION_BY_NAME = (
+    PIXEL_SETUP + "    return pixel(y, xp, w, sh, sw, kh, kw, 0)\n"
+    "def pixel(y, xp, w, sh, sw, kh, kw, k):\n"
+    + PIXEL_BODY
+    + "    return pixel(y, xp, w, sh, sw, kh, kw, k + 1)\n"
+)
+# The same, but the function is handed itself: no name in the tree leads back to it.
+RECURSION_BY_ARGUMENT = (
+    PIXEL_SETUP + "    return pixel(pixel, y, xp, w, sh, sw, kh, kw, 0)\n"
+    "def pixel(me, y, xp, w, sh, sw, kh, kw, k):\n"
+    + PIXEL_BODY
+    + "    return me(me, y, xp, w, sh, sw, kh, kw, k + 1)\n"
+)
+
+
+def test_recursion_over_output_pixels_is_a_python_loop(
+    fast_content: Path, sandbox: Sandbox, host_snapshot: None
+) -> None:
+    v = check("numpy-conv2d", RECURSION_BY_NAME, sandbox=sandbox)
+    text = v.render_text()
+    assert not v.passed and "[FAIL] no Python loops" in text and "recursion" in text, text
+
+
+def test_recursion_the_syntax_tree_cannot_see_is_refused_at_run_time(
+    fast_content: Path, sandbox: Sandbox, host_snapshot: None
+) -> None:
+    from interviewer.checker.python_tasks.common import find_loops, numpy_only_problems
+
+    assert find_loops(RECURSION_BY_ARGUMENT) == [] and numpy_only_problems(RECURSION_BY_ARGUMENT) == []
+    v = check("numpy-conv2d", RECURSION_BY_ARGUMENT, sandbox=sandbox)
+    text = v.render_text()
+    assert not v.passed and "NumPy code only: recursion" in text, text
+
+
+# The hook's state reached through the object graph or a frame, its "busy" flag set, then what it forbids.
+HOOK_STATE_ATTACKS = {
+    "gc, then exec of a for loop": "import gc\nimport numpy as np\n"
+    "for f in gc.get_objects():\n"
+    "    if type(f).__name__ == 'function' and f.__name__ == 'hook':\n"
+    "        for cell in f.__closure__ or ():\n"
+    "            if type(cell.cell_contents) is dict and 'busy' in cell.cell_contents:\n"
+    "                cell.cell_contents['busy'] = True\n"
+    f"exec({CONV_LOOPS!r})\n",
+    "gc, then import torch": "import gc\n"
+    "for f in gc.get_objects():\n"
+    "    if type(f).__name__ == 'function' and f.__name__ == 'hook':\n"
+    "        for cell in f.__closure__ or ():\n"
+    "            if type(cell.cell_contents) is dict and 'busy' in cell.cell_contents:\n"
+    "                cell.cell_contents['busy'] = True\n"
+    "import torch\n"
+    "def conv2d(x, w, stride=1, padding=0):\n"
+    "    return torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), stride=stride,\n"
+    "                                      padding=padding).numpy()\n",
+    "the refusal's traceback frame, then import torch": "try:\n"
+    "    import torch\n"
+    "except ImportError as e:\n"
+    "    tb = e.__traceback__\n"
+    "    while tb.tb_next is not None:\n"
+    "        tb = tb.tb_next\n"
+    "    tb.tb_frame.f_locals['state']['busy'] = True\n"
+    "    import torch\n"
+    "def conv2d(x, w, stride=1, padding=0):\n"
+    "    return torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), stride=stride,\n"
+    "                                      padding=padding).numpy()\n",
+}
+
+
+@pytest.mark.parametrize("route", list(HOOK_STATE_ATTACKS))
+def test_audit_hook_state_cannot_be_reached_to_switch_it_off(
+    route: str, sandbox: Sandbox, host_snapshot: None
+) -> None:
+    from interviewer.checker.python_tasks.common import numpy_only_problems
+
+    code = HOOK_STATE_ATTACKS[route]
+    assert numpy_only_problems(code), "the tree check lets this through"
+    text = _run_past_the_tree_check(code, sandbox, Limits(cpu_seconds=30, wall_seconds=40))
+    assert "ok " not in text, text
+    assert "NumPy code only" in text, text
+
+
+# ------------------------------------------------------------------ C++ sanitizers: options by re-exec, pasted attributes
+# Sets the sanitizers' options through the environment (every name built at run time, so no text filter sees
+# it) and re-executes the program, whose sanitizer runtimes then read them: no leak check, no race reports.
+REEXEC_WITH_OPTIONS = r"""
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+#include <unistd.h>
+namespace {
+struct Quiet {
+    Quiet() {
+        const std::string mark = std::string("RE") + "RUN";
+        if (std::getenv(mark.c_str())) return;
+        setenv(mark.c_str(), "1", 1);
+        const std::string opt = std::string("_OPT") + "IONS";
+        setenv((std::string("AS") + "AN" + opt).c_str(), "detect_leaks=0:halt_on_error=0", 1);
+        setenv((std::string("LS") + "AN" + opt).c_str(), "detect_leaks=0", 1);
+        setenv((std::string("TS") + "AN" + opt).c_str(), "report_bugs=0", 1);
+        static char buf[4096];
+        std::FILE* f = std::fopen("/proc/self/cmdline", "rb");
+        std::size_t n = f ? std::fread(buf, 1, sizeof buf - 1, f) : 0;
+        if (f) std::fclose(f);
+        std::vector<char*> args;
+        for (std::size_t i = 0; i < n; i += std::strlen(buf + i) + 1) args.push_back(buf + i);
+        args.push_back(nullptr);
+        execv("/proc/self/exe", args.data());
+    }
+} quiet;
+}  // namespace
+"""
+
+# The same from the earliest hook a program can have, an entry of its own in .preinit_array.
+REEXEC_FROM_PREINIT = REEXEC_WITH_OPTIONS.replace(
+    "struct Quiet {\n    Quiet() {", "void quiet_early(int, char**, char**) {\n    {"
+).replace(
+    "} quiet;",
+    '}\n__attribute__((section(".preinit_array"), used)) void (*const quiet_entry)(int, char**, char**) = '
+    "quiet_early;",
+)
+assert REEXEC_FROM_PREINIT.count("quiet_early") == 2
+
+PASTED_NO_SANITIZE = '#define CAT(a, b) a##b\n#define QUIET __attribute__((CAT(no_, sanitize)("thread")))\n'
+
+
+def _debug_project_with(stats_extra: str, *, fix_leak: bool, quiet_merge: bool = False):
+    """The shipped project with the logic error fixed (and the leak, if asked), plus ``stats_extra``."""
+    from interviewer.checker import get_task
+    from interviewer.checker.cpp_tasks import debug_project as D
+
+    task = get_task("cpp-debug-project")
+    files = D.shipped_files(task.path)
+    stats = files["stats.cpp"].replace("numeric_limits<double>::min()", "numeric_limits<double>::lowest()")
+    assert stats != files["stats.cpp"]
+    if quiet_merge:
+        stats = stats.replace("void RunningStats::merge(", "QUIET void RunningStats::merge(")
+        assert "QUIET void" in stats
+    files["stats.cpp"] = stats_extra + stats
+    if fix_leak:
+        ref = D.split_submission(task.reference_code(), set(files))
+        files["pool.cpp"] = ref["pool.cpp"].replace("std::lock_guard<std::mutex> lock(total_mutex);\n", "")
+        assert "lock_guard" not in files["pool.cpp"]
+    code = D.join_files(files)
+    assert D.FORBIDDEN.search(stats_extra) is None, "the text filter alone would catch this one"
+    return code
+
+
+@pytest.mark.parametrize("hook", ["static constructor", "own .preinit_array entry"])
+def test_sanitizer_options_set_by_reexecuting_itself_do_not_apply(
+    hook: str, sandbox: Sandbox, host_snapshot: None
+) -> None:
+    """A constructor set ASAN/LSAN/TSAN options in the environment and exec'd /proc/self/exe."""
+    attack = REEXEC_WITH_OPTIONS if hook == "static constructor" else REEXEC_FROM_PREINIT
+    code = _debug_project_with(attack, fix_leak=False)
+    v = _cpp_task("cpp-debug-project", code, sandbox)
+    text = v.render_text()
+    assert not v.passed, text
+    # Code that runs before main is refused outright; the exec guard under it is checked on its own below.
+    assert "[FAIL] no sanitizer hooks" in text and "array (code that runs before main" in text, text
+
+
+EXEC_PROBE = r"""
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <unistd.h>
+static void try_exec(const char* when) {
+    char self[] = "/proc/self/exe";
+    char* args[] = {self, nullptr};
+    execv(self, args);
+    std::printf("%s: execv %s\n", when, std::strerror(errno));
+    std::fflush(stdout);
+}
+static void early(int, char**, char**) { try_exec("preinit"); }
+__attribute__((section(".preinit_array"), used)) static void (*const early_entry)(int, char**, char**) = early;
+struct Ctor { Ctor() { try_exec("constructor"); } } ctor;
+int main() { try_exec("main"); std::printf("main ran\n"); return 0; }
+"""
+
+
+@pytest.mark.parametrize("variant", ["AddressSanitizer", "ThreadSanitizer"])
+def test_exec_guard_refuses_reexec_before_any_candidate_code(
+    variant: str, sandbox: Sandbox, host_snapshot: None
+) -> None:
+    """The guard unit, linked first, refuses exec from the program's earliest hooks on (a second layer under
+    the refusal of code that runs before main)."""
+    from interviewer.checker.cpp_tasks import _build
+    from interviewer.checker.cpp_tasks import debug_project as D
+    from interviewer.checker.cpp_tasks._guard import exec_guard_source
+
+    v = next(x for x in D.VARIANTS if x.name.startswith(variant))
+    guard, glog = _build.compile_units(sandbox, {D.GUARD: exec_guard_source(v.env)}, {}, v.flags)
+    probe, plog = _build.compile_units(sandbox, {"probe.cpp": EXEC_PROBE}, {}, v.flags)
+    assert guard and probe, glog + plog
+    run = _build.link_and_run(
+        sandbox, {**guard, **probe}, {}, v.flags, ["./prog"], env=v.env, seccomp="sanitizer",
+        limits=Limits(wall_seconds=20, memory_mb=2048, address_space_limit=False),
+    )  # fmt: skip
+    out = run.result.stdout
+    assert run.built and "main ran" in out, (run.build_log, out, run.result.stderr)
+    for when in ("preinit", "constructor", "main"):
+        assert f"{when}: execv Operation not permitted" in out, out
+    assert out.count("main ran") == 1, out
+
+
+def test_no_sanitize_attribute_built_by_token_pasting_is_refused(
+    sandbox: Sandbox, host_snapshot: None
+) -> None:
+    """`__attribute__((CAT(no_,sanitize)("thread")))` on the racy merge hid the data race from TSan."""
+    code = _debug_project_with(PASTED_NO_SANITIZE, fix_leak=True, quiet_merge=True)
+    v = _cpp_task("cpp-debug-project", code, sandbox)
+    text = v.render_text()
+    assert not v.passed, text
+    assert "[FAIL] no sanitizer hooks" in text and "no_sanitize (after macro expansion)" in text, text
+
+
+# ------------------------------------------------------------------ C++ transpose: the timing report and replayed results
+# A naive loop whose destructor (and, against a signed report, every call) rewrites the timing records the
+# grader reads, so its own time shows as the naive loop's divided by 3.16.
+REPORT_REWRITER = r"""
+#include <cstddef>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+namespace {
+void doctor(bool plain_format) {
+    std::ifstream in("report.txt");
+    if (!in) return;
+    std::stringstream all;
+    all << in.rdbuf();
+    in.close();
+    std::istringstream lines(all.str());
+    std::string out, line;
+    bool changed = false;
+    while (std::getline(lines, line)) {
+        unsigned long long a, b, c, s;
+        std::size_t p = line.find("\"timing\": [");
+        if (plain_format && std::sscanf(line.c_str(), "timing %llu %llu %llu %llu", &a, &b, &c, &s) == 4) {
+            line = "timing " + std::to_string(a) + " " + std::to_string(b) + " " +
+                   std::to_string(static_cast<unsigned long long>(a / 3.16)) + " " + std::to_string(s);
+            changed = true;
+        } else if (p != std::string::npos &&
+                   std::sscanf(line.c_str() + p, "\"timing\": [%llu, %llu, %llu]", &a, &b, &c) == 3) {
+            std::string from = std::to_string(c) + "]";
+            line.replace(line.find(from, p), from.size(), std::to_string(static_cast<unsigned long long>(a / 3.16)) + "]");
+            changed = true;
+        }
+        out += line + "\n";
+    }
+    if (changed) std::ofstream("report.txt", std::ios::trunc) << out;
+}
+__attribute__((destructor)) void rewrite_at_exit() { doctor(true); }
+}  // namespace
+void transpose(const float* src, float* dst, std::size_t rows, std::size_t cols) {
+    for (std::size_t i = 0; i < rows; ++i)
+        for (std::size_t j = 0; j < cols; ++j) dst[j * rows + i] = src[i * cols + j];
+    doctor(false);
+}
+"""
+
+# A naive loop that remembers its result on the large matrix and replays it (memcpy) on later calls.
+REPLAYED_RESULT = r"""
+#include <cstddef>
+#include <cstring>
+#include <vector>
+namespace {
+std::vector<float> memo;
+std::size_t memo_rows = 0, memo_cols = 0;
+}  // namespace
+void transpose(const float* src, float* dst, std::size_t rows, std::size_t cols) {
+    const bool big = rows * cols >= (std::size_t{1} << 20);
+    if (big && rows == memo_rows && cols == memo_cols) {
+        std::memcpy(dst, memo.data(), rows * cols * sizeof(float));
+        return;
+    }
+    for (std::size_t i = 0; i < rows; ++i)
+        for (std::size_t j = 0; j < cols; ++j) dst[j * rows + i] = src[i * cols + j];
+    if (big) {
+        memo.assign(dst, dst + rows * cols);
+        memo_rows = rows;
+        memo_cols = cols;
+    }
+}
+"""
+
+
+def _speed_verdict(code: str, sandbox: Sandbox) -> tuple[bool, str]:
+    from interviewer.checker.cpp_tasks import transpose as T
+
+    v = _cpp_task("cpp-tiled-transpose", code, sandbox)
+    text = v.render_text()
+    speed = [t for t in v.tests if t.name == T.SPEED_TEST]
+    return bool(speed and speed[0].passed), text
+
+
+def test_destructor_rewriting_timing_report_is_not_trusted(sandbox: Sandbox, host_snapshot: None) -> None:
+    """An untiled transpose whose destructor rewrote the report the harness wrote showed "speedup 3.16x"."""
+    fast, text = _speed_verdict(REPORT_REWRITER, sandbox)
+    assert not fast and "3.16" not in text, text
+    assert "not written by the test harness" in text or "not measurably faster" in text, text
+
+
+def test_replayed_result_of_an_earlier_timed_call_fails(sandbox: Sandbox, host_snapshot: None) -> None:
+    """An untiled transpose that memcpy'd the result it computed on the first timed call passed as "inf x"."""
+    fast, text = _speed_verdict(REPLAYED_RESULT, sandbox)
+    assert not fast, text
+    assert "checksum mismatch" in text and "fresh input" in text, text
+
+
+# A naive loop run by a helper that shares the address space but is another process (clone without
+# CLONE_THREAD): its CPU time is not the caller's, so the timed call only waited.
+HELPER_PROCESS = r"""
+#include <atomic>
+#include <csignal>
+#include <cstddef>
+#include <ctime>
+#include <sched.h>
+namespace {
+struct Job {
+    const float* src;
+    float* dst;
+    std::size_t rows, cols;
+};
+std::atomic<int> state{0};
+Job job;
+bool helper_up = false;
+alignas(64) char stack[1 << 16];
+void naive(const float* src, float* dst, std::size_t rows, std::size_t cols) {
+    for (std::size_t i = 0; i < rows; ++i)
+        for (std::size_t j = 0; j < cols; ++j) dst[j * rows + i] = src[i * cols + j];
+}
+int helper(void*) {
+    timespec nap{0, 100000};
+    for (;;) {
+        if (state.load() == 1) {
+            naive(job.src, job.dst, job.rows, job.cols);
+            state.store(2);
+        } else {
+            nanosleep(&nap, nullptr);
+        }
+    }
+}
+}  // namespace
+void transpose(const float* src, float* dst, std::size_t rows, std::size_t cols) {
+    static bool tried = false;
+    if (!tried) {
+        tried = true;
+        helper_up = clone(helper, stack + sizeof stack, CLONE_VM | CLONE_FS | CLONE_FILES | SIGCHLD, nullptr) > 0;
+    }
+    if (!helper_up || rows * cols < (std::size_t{1} << 20)) {
+        naive(src, dst, rows, cols);
+        return;
+    }
+    job = Job{src, dst, rows, cols};
+    state.store(1);
+    timespec nap{0, 100000};
+    while (state.load() != 2) nanosleep(&nap, nullptr);
+    state.store(0);
+}
+"""
+
+
+def test_work_offloaded_to_a_helper_process_is_not_free(sandbox: Sandbox, host_snapshot: None) -> None:
+    """A transpose done by a clone(CLONE_VM) helper process cost the timed process nothing but waiting."""
+    fast, text = _speed_verdict(HELPER_PROCESS, sandbox)
+    assert not fast, text
+    assert "not measurably faster" in text, text
+
+
+IFUNC = r"""
+#include <cstddef>
+extern "C" {
+static int real_impl(int x) { return x + 1; }
+static void* pick() { return reinterpret_cast<void*>(&real_impl); }  // runs while the program is loaded
+int chosen(int) __attribute__((ifunc("pick")));
+}
+"""
+
+
+def test_ifunc_resolver_that_runs_before_the_exec_guard_is_refused(sandbox: Sandbox) -> None:
+    """An ifunc's resolver runs during relocation, before any .preinit_array entry: it could still exec."""
+    from interviewer.checker.cpp_tasks import _build
+    from interviewer.checker.cpp_tasks import debug_project as D
+
+    units, log = _build.compile_units_full(sandbox, {"stats.cpp": IFUNC}, {}, D.ASAN_FLAGS)
+    assert units, log
+    hooks = D.sanitizer_hooks(units["stats.cpp"].symbols)
+    assert any("chosen" in h and "ifunc" in h for h in hooks), hooks
+
+
+# ------------------------------------------------------------------ C++ debug task: the driver's output printed by project code
+# Reads the driver's input, prints every summary and the end marker the way the driver would, and exits
+# before the project's own (leaking, racing) code ever runs.
+PRINT_DRIVER_OUTPUT = r"""
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <unistd.h>
+namespace {
+void forge() {
+    std::FILE* in = std::fopen("input.txt", "r");
+    if (!in) return;
+    char first[128];
+    if (!std::fgets(first, sizeof first, in)) return;
+    unsigned long long a = 0, b = 0;
+    const int got = std::sscanf(first, "%llu %llu", &a, &b);
+    const unsigned long long nonce = got == 2 ? a : a;
+    const int scen = static_cast<int>(got == 2 ? b : a);
+    for (int s = 0; s < scen; ++s) {
+        int w = 0;
+        std::size_t nb = 0;
+        if (std::fscanf(in, "%d %zu", &w, &nb) != 2) return;
+        std::size_t count = 0;
+        double sum = 0, mn = 1e300, mx = -1e300;
+        for (std::size_t k = 0; k < nb; ++k) {
+            char head[32];
+            if (std::fscanf(in, "%31s", head) != 1) return;
+            if (std::strcmp(head, "g") == 0) {
+                long long n, p, q;
+                if (std::fscanf(in, "%lld %lld %lld", &n, &p, &q) != 3) return;
+                for (long long i = 0; i < n; ++i) {
+                    double v = double((p + i * q) % 16000 - 8000) / 8.0;
+                    ++count; sum += v; mn = v < mn ? v : mn; mx = v > mx ? v : mx;
+                }
+            } else {
+                unsigned long long n = std::strtoull(head, nullptr, 10);
+                for (unsigned long long i = 0; i < n; ++i) {
+                    double v;
+                    if (std::fscanf(in, "%lf", &v) != 1) return;
+                    ++count; sum += v; mn = v < mn ? v : mn; mx = v > mx ? v : mx;
+                }
+            }
+        }
+        std::printf("summary %d %zu %.17g %.17g %.17g %.17g\n", s, count, sum, mn, mx, sum / count);
+    }
+    std::printf("end %llu\n", nonce);
+    std::fflush(stdout);
+    _exit(0);
+}
+"""
+FORGE_FROM = {
+    "a static constructor": PRINT_DRIVER_OUTPUT + "struct Early {\n    Early() { forge(); }\n} early;\n}\n",
+    "the project's own function": PRINT_DRIVER_OUTPUT + "}\nvoid forge_now() { forge(); }\n",
+}
+
+
+@pytest.mark.parametrize("where", list(FORGE_FROM))
+def test_driver_output_printed_by_project_code_is_not_believed(
+    where: str, sandbox: Sandbox, host_snapshot: None
+) -> None:
+    """Project code printed the driver's summaries and end marker itself and exited before the leaking,
+    racing pipeline ran: "clean run: no report" under both sanitizers with all three bugs left in."""
+    from interviewer.checker import get_task
+    from interviewer.checker.cpp_tasks import debug_project as D
+
+    files = D.shipped_files(get_task("cpp-debug-project").path)
+    files["stats.cpp"] = FORGE_FROM[where] + files["stats.cpp"]
+    if where == "the project's own function":
+        files["pool.cpp"] = (
+            files["pool.cpp"]
+            .replace("Summary process_all(", "void forge_now();\nSummary process_all(")
+            .replace("    WorkQueue queue;\n", "    forge_now();\n    WorkQueue queue;\n", 1)
+        )
+        assert "forge_now();\n    WorkQueue" in files["pool.cpp"]
+    v = _cpp_task("cpp-debug-project", D.join_files(files), sandbox)
+    text = v.render_text()
+    assert not v.passed, text
+    if where == "a static constructor":
+        assert "[FAIL] no sanitizer hooks" in text and ".init_array" in text, text
+    else:
+        assert "[FAIL] results" in text and "no summary for test 1" in text, text

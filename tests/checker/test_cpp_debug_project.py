@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from interviewer.checker import check, get_task
+from interviewer.checker import channel, check, get_task
 from interviewer.checker.cpp_tasks import debug_project as D
 from interviewer.checker.sandbox import Sandbox
 from interviewer.errors import InputError
@@ -57,13 +57,21 @@ def test_silencing_a_sanitizer_is_refused_before_anything_runs() -> None:
         check(TASK, attr, sandbox=Sandbox())
 
 
+def _signed(key: str, *lines: str) -> str:
+    return "".join(f"{channel.sign(key, ln.encode())} {ln}\n" for ln in lines)
+
+
 def test_summaries_are_checked_against_values_computed_here() -> None:
+    key = channel.new_key()
     scenarios = [(2, [[1.0, -2.0], [], [3.5]])]
-    good = "summary 0 3 2.5 -2 3.5 0.83333333333333337\nend 9\n"
-    assert D._check_summaries(good, 9, scenarios) is None
-    assert "did not reach its end" in (D._check_summaries(good.replace("end 9", "end 8"), 9, scenarios) or "")
-    wrong = good.replace(" 3.5 0.8", " 2.2250738585072014e-308 0.8")
-    assert "max is 2.2250738585072014e-308, expected 3.5" in (D._check_summaries(wrong, 9, scenarios) or "")
+    line = "summary 0 3 2.5 -2 3.5 0.83333333333333337"
+    assert D._check_summaries(_signed(key, line, "end 1"), key, scenarios) is None
+    assert "did not reach its end" in (D._check_summaries(_signed(key, line, "end 2"), key, scenarios) or "")
+    wrong = line.replace(" 3.5 0.8", " 2.2250738585072014e-308 0.8")
+    msg = D._check_summaries(_signed(key, wrong, "end 1"), key, scenarios) or ""
+    assert "max is 2.2250738585072014e-308, expected 3.5" in msg
+    # Lines the driver did not sign (printed by project code) are not believed.
+    assert "no summary" in (D._check_summaries(f"{line}\nend 1\n", key, scenarios) or "")
 
 
 def test_sanitizer_reports_are_reduced_to_the_project_frames() -> None:

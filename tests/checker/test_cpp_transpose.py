@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from interviewer.checker import check, get_task
+from interviewer.checker import channel, check, get_task
 from interviewer.checker.cpp_tasks import transpose as T
 from interviewer.checker.sandbox import Limits, Sandbox
 
@@ -47,14 +47,30 @@ def test_shape_check_names_the_first_wrong_element_and_guard_writes() -> None:
     assert "past the end" in (T._check_shape(11, 0, rows, cols, over) or "")
 
 
-def test_report_parsing_keeps_the_best_of_each_loop() -> None:
-    done, rows, sums = T._parse_report(
-        "shape 0 done\nshape 1 done\ntiming 10 12 5 42\ntiming 8 20 6 43\ntiming 1 1 1\n"
-    )
-    t = T._timing(rows)
-    assert done == 2 and sums == [42, 43] and t is not None
-    assert (t.rows_first, t.cols_first, t.cand, t.naive) == (8, 12, 5, 8)
+def _signed(key: str, *payloads: str) -> bytes:
+    return b"".join(f"{channel.sign(key, p.encode())} {p}\n".encode() for p in payloads)
+
+
+def test_report_records_are_verified_in_order_and_keep_the_best_of_each_loop() -> None:
+    key = channel.new_key()
+    recs = [
+        '{"seq": 0, "shape": 0, "sha256": "aa"}',
+        '{"seq": 1, "timing": [10, 12, 5], "wrong": 0, "sum": 42}',
+        '{"seq": 2, "timing": [8, 20, 6], "wrong": 0, "sum": 43}',
+        '{"seq": 3, "end": 2}',
+    ]
+    rep = T._parse_records(_signed(key, *recs), key)
+    assert rep.problem is None and rep.finished and rep.shapes == {0: "aa"} and rep.sums == [42, 43]
+    t = T._timing(rep.timings)
+    assert t is not None and (t.rows_first, t.cols_first, t.cand, t.naive) == (8, 12, 5, 8)
     assert t.ratio == pytest.approx(1.6)
+    # A dropped, repeated or reordered record, or one line the harness did not sign, voids the run.
+    for tampered in ([recs[0], recs[2], recs[3]], [recs[0], recs[1], recs[1], recs[2], recs[3]]):
+        assert "removed, repeated or reordered" in (
+            T._parse_records(_signed(key, *tampered), key).problem or ""
+        )
+    forged = _signed(key, *recs) + b"0" * 64 + b' {"seq": 4, "timing": [9, 9, 1], "wrong": 0, "sum": 1}\n'
+    assert "not written by the test harness" in (T._parse_records(forged, key).problem or "")
 
 
 @pytest.mark.sandbox
@@ -113,9 +129,8 @@ def test_compile_error_is_a_verdict_error_with_the_compiler_message(sandbox: San
 
 
 def test_closed_form_checksum_equals_the_checksum_of_the_built_transpose() -> None:
-    rng = np.random.default_rng(3)
     for rows, cols in [(1, 1), (3, 5), (64, 17), (128, 128)]:
-        row_key, col_key = T.timing_keys(rng, rows, cols)
+        row_key, col_key = T.timing_keys(12345, 3, rows, cols)
         src = np.array(row_key, dtype=np.uint64)[:, None] * cols + np.array(col_key, dtype=np.uint64)[None, :]
         dst = src.astype(np.float32).T.reshape(-1)
         assert T.checksum(dst) == T.expected_checksum(row_key, col_key)

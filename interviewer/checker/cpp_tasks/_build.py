@@ -160,10 +160,28 @@ class Check:
 
 @dataclass(frozen=True)
 class Unit:
-    """One compiled translation unit: its object file and its symbol table (``nm -P``, read in the box)."""
+    """One compiled translation unit: its object file and its symbol table (``nm -P``, read in the box);
+    with ``preprocess``, also the unit's own lines after macro expansion (system headers left out)."""
 
     obj: bytes
     symbols: str
+    expanded: str = ""
+    sections: str = ""  # with ``preprocess``: ``readelf -SW`` of the unit compiled without instrumentation
+
+
+def own_lines(preprocessed: str) -> str:
+    """The lines of ``g++ -E`` output that come from the box's own files, not from system headers or the
+    compiler: what the submission's text turns into once every macro is expanded and pasted."""
+    out: list[str] = []
+    keep = True
+    for line in preprocessed.splitlines():
+        if line.startswith("# ") and '"' in line:
+            name = line.split('"', 2)[1]
+            keep = not name.startswith(("/", "<"))
+            continue
+        if keep and line.strip():
+            out.append(line)
+    return "\n".join(out)
 
 
 _unit_cache: dict[str, Unit] = {}
@@ -188,8 +206,13 @@ def compile_units_full(
     headers: Mapping[str, str],
     flags: Sequence[str],
     jobs: int = 2,
+    *,
+    preprocess: bool = False,
 ) -> tuple[dict[str, Unit], str]:
     """Compile each source to an object in a box of its own (``jobs`` at a time); ``(units, log)``.
+
+    ``preprocess``: also run ``g++ -E`` and keep each unit's own lines after macro expansion
+    (:attr:`Unit.expanded`), for checks a pasted or macro-built spelling must not slip past.
 
     The box holds exactly ``sources`` and ``headers``: never put a hidden file (a driver) in the same call
     as candidate code, since ``asm(".incbin ...")`` or ``#include`` would embed it (#15). Nothing but the
@@ -199,7 +222,9 @@ def compile_units_full(
     """
     header_key = "\0".join(f"{k}\0{v}" for k, v in sorted(headers.items()))
     keys = {
-        name: hashlib.sha256("\0".join([name, text, header_key, *flags]).encode()).hexdigest()
+        name: hashlib.sha256(
+            "\0".join([name, text, header_key, *flags, "E" if preprocess else ""]).encode()
+        ).hexdigest()
         for name, text in sources.items()
     }
     with _obj_lock:
@@ -211,21 +236,35 @@ def compile_units_full(
     for k, src in enumerate(todo):
         cmd = shlex.join([CXX, *BASE_FLAGS, *flags, "-c", "-o", f"{src}.o", src])
         q = shlex.quote(src)
-        lines.append(f"({cmd} >{q}.log 2>&1 && nm -P {q}.o >{q}.nm 2>>{q}.log) &")
+        pre = ""
+        if preprocess:
+            pre = (
+                " && " + shlex.join([CXX, *BASE_FLAGS, *flags, "-E", "-o", f"{src}.ii", src]) + f" 2>>{q}.log"
+                # The sections of the same preprocessed text compiled without instrumentation: the
+                # sanitizers add constructors of their own to every instrumented object.
+                f" && {shlex.join([CXX, *BASE_FLAGS, *flags, '-fno-sanitize=all', '-c', '-o', f'{src}.plain.o', f'{src}.ii'])}"
+                f" 2>>{q}.log && readelf -SW {q}.plain.o >{q}.sec 2>>{q}.log"
+            )
+        lines.append(f"({cmd} >{q}.log 2>&1 && nm -P {q}.o >{q}.nm 2>>{q}.log{pre}) &")
         if (k + 1) % jobs == 0:
             lines.append("wait")
     lines.append("wait")
     files: dict[str, bytes | str] = {**headers, **{n: sources[n] for n in todo}}
-    collect = [f"{n}.{ext}" for n in todo for ext in ("o", "log", "nm")]
+    exts = ("o", "log", "nm", "ii", "sec") if preprocess else ("o", "log", "nm")
+    collect = [f"{n}.{ext}" for n in todo for ext in exts]
     res = sandbox.run(files, ["/bin/sh", "-c", "\n".join(lines)], COMPILE_LIMITS, collect=collect)
     log = "".join(res.files.get(f"{n}.log", b"").decode("utf-8", "replace") for n in todo)
     if res.timed_out:
         log += f"\n(the build was stopped: {res.killed_reason})"
-    if any(f"{n}.o" not in res.files or f"{n}.nm" not in res.files for n in todo):
+    if any(any(f"{n}.{e}" not in res.files for e in exts if e != "log") for n in todo):
         return {}, log or f"the compiler failed without a message (exit {res.returncode})"
     with _obj_lock:
         for n in todo:
-            unit = Unit(res.files[f"{n}.o"], res.files[f"{n}.nm"].decode("utf-8", "replace"))
+            expanded = own_lines(res.files[f"{n}.ii"].decode("utf-8", "replace")) if preprocess else ""
+            sections = res.files[f"{n}.sec"].decode("utf-8", "replace") if preprocess else ""
+            unit = Unit(
+                res.files[f"{n}.o"], res.files[f"{n}.nm"].decode("utf-8", "replace"), expanded, sections
+            )
             units[n] = _unit_cache[keys[n]] = unit
         while len(_unit_cache) > _UNIT_CACHE_MAX:
             _unit_cache.pop(next(iter(_unit_cache)))
@@ -285,6 +324,45 @@ def build_separately_and_run(
     return link_and_run(
         sandbox, {**hidden, **objects}, files, flags, run_argv, limits=limits, collect=collect
     )
+
+
+def build_plugin_and_run(
+    sandbox: SandboxLike,
+    candidate: Mapping[str, str],
+    host: Mapping[str, bytes],
+    files: Mapping[str, bytes | str],
+    flags: Sequence[str],
+    plugin_flags: Sequence[str],
+    run_argv: Sequence[str],
+    *,
+    plugin: str = "solution.so",
+    limits: Limits = Limits(),  # noqa: B008 - frozen dataclass
+    collect: Sequence[str] = (),
+) -> BoxRun:
+    """Compile the candidate's sources alone (``plugin_flags``, position-independent), then, in a second box,
+    link the trusted ``host`` objects into ``prog`` and the candidate's into the shared library ``plugin``,
+    and run. The host decides when (and in which process) the plugin is loaded: candidate code never runs
+    in a process that has not loaded it."""
+    objects, log = compile_units(sandbox, candidate, {}, plugin_flags)
+    if not objects:
+        return BoxRun(built=False, build_log=log, result=RunResult(None, "", "", False, None, 0.0))
+    host_names = [n if n.endswith(".o") else f"{n}.o" for n in host]
+    cand_names = [n if n.endswith(".o") else f"{n}.o" for n in objects]
+    all_files: dict[str, bytes | str] = {
+        **files,
+        **dict(zip(host_names, host.values(), strict=True)),
+        **dict(zip(cand_names, objects.values(), strict=True)),
+    }
+    link_host = shlex.join([CXX, *flags, "-o", "prog", *host_names, "-ldl"])
+    link_plugin = shlex.join([CXX, *plugin_flags, "-shared", "-o", plugin, *cand_names])
+    script = (
+        f"if {link_host} >{BUILD_LOG} 2>&1 && {link_plugin} >>{BUILD_LOG} 2>&1; then : >{BUILD_OK}; "
+        f"else exit 0; fi\nrm -f -- {shlex.join(host_names + cand_names)}\nexec {shlex.join(run_argv)}\n"
+    )
+    res = sandbox.run(all_files, ["/bin/sh", "-c", script], limits, collect=[BUILD_OK, BUILD_LOG, *collect])
+    built = BUILD_OK in res.files
+    log = res.files.get(BUILD_LOG, b"").decode("utf-8", "replace")
+    return BoxRun(built=built, build_log=log, result=res, files=res.files)
 
 
 def to_verdict(task_id: str, checks: Sequence[Check], seconds: float) -> Verdict:

@@ -11,6 +11,7 @@ are right, and no sanitizer spoke.
 from __future__ import annotations
 
 import dataclasses
+import hmac
 import re
 import secrets
 import time
@@ -21,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from interviewer.checker import channel
 from interviewer.checker.cpp_tasks._build import (
     BoxRun,
     Check,
@@ -33,16 +35,18 @@ from interviewer.checker.cpp_tasks._build import (
     tail,
     to_verdict,
 )
+from interviewer.checker.cpp_tasks._guard import exec_guard_source
 from interviewer.checker.models import TaskInfo, Verdict
 from interviewer.checker.sandbox import Limits, RunResult, Sandbox
 from interviewer.errors import CheckerError, InputError
 
 MARKER = re.compile(r"^[ \t]*//[ \t]*===[ \t]*file:[ \t]*(?P<name>[^\s=]+)[ \t]*===[ \t]*$", re.MULTILINE)
 HARNESS = "main.cpp"
+GUARD = "exec_guard.cpp"
 # Sanitizer runtimes read these hooks and attributes; a submission must not switch its own checks off.
 FORBIDDEN = re.compile(
     r"__(?:asan|lsan|tsan|ubsan|msan|sanitizer)\w*|no_sanitize\w*|_default_options|"
-    r"no_sanitize_address|no_sanitize_thread|disable_sanitizer_instrumentation|"
+    r"no_sanitize_address|no_sanitize_thread|disable_sanitizer_instrumentation|no_address_safety_analysis|"
     r"ASAN_OPTIONS|LSAN_OPTIONS|TSAN_OPTIONS|UBSAN_OPTIONS"
 )
 COMMON = ("-O1", "-g", "-fno-omit-frame-pointer")
@@ -187,16 +191,27 @@ def _batch_line(b: Batch) -> str:
     return " ".join([str(len(b)), *(repr(v) for v in b)])
 
 
-def _input(nonce: int, scenarios: list[Scenario]) -> str:
-    lines = [f"{nonce} {len(scenarios)}"]
+def _input(scenarios: list[Scenario]) -> str:
+    lines = [f"{len(scenarios)}"]
     for workers, batches in scenarios:
         lines.append(f"{workers} {len(batches)}")
         lines += [_batch_line(b) for b in batches]
     return "\n".join(lines) + "\n"
 
 
+def driver_lines(stdout: str, key: str) -> list[str]:
+    """The lines the driver signed with the run's key (``<tag> <line>``); anything else is ignored: project
+    code may print, but cannot print a summary or the end marker the grader believes."""
+    out = []
+    for raw in stdout.splitlines():
+        tag, _, line = raw.partition(" ")
+        if len(tag) == 64 and hmac.compare_digest(tag, channel.sign(key, line.encode())):
+            out.append(line)
+    return out
+
+
 def _check_summaries(
-    stdout: str, nonce: int, scenarios: list[Scenario], stopped_by: str | None = None
+    stdout: str, key: str, scenarios: list[Scenario], stopped_by: str | None = None
 ) -> str | None:
     """None when every summary is right and the run reached its end marker, else the first problem.
 
@@ -205,11 +220,11 @@ def _check_summaries(
     """
     got: dict[int, list[str]] = {}
     finished = False
-    for line in stdout.splitlines():
+    for line in driver_lines(stdout, key):
         parts = line.split()
         if parts[:1] == ["summary"] and len(parts) == 7 and parts[1].isdigit():
             got.setdefault(int(parts[1]), parts[2:])
-        elif parts == ["end", str(nonce)]:
+        elif parts == ["end", str(len(scenarios))]:
             finished = True
     names = ("count", "sum", "min", "max", "mean")
     for s, (workers, batches) in enumerate(scenarios):
@@ -293,6 +308,7 @@ def _run_variant(
     shipped: Mapping[str, str],
     harness: str,
     inp: str,
+    key: str,
     limits: Limits,
 ) -> tuple[BoxRun, list[str]]:
     """Build one sanitizer variant (cached objects where nothing changed), then run the driver.
@@ -305,18 +321,28 @@ def _run_variant(
     headers = {n: t for n, t in project.items() if not n.endswith(".cpp")}
     shipped_headers = {n: t for n, t in shipped.items() if not n.endswith(".cpp")}
     driver, dlog = compile_units(sandbox, {HARNESS: harness}, shipped_headers, variant.flags)
-    if not driver:
-        raise CheckerError(f"the hidden driver did not compile in the sandbox: {dlog.strip()[:800]}")
+    guard, glog = compile_units(sandbox, {GUARD: exec_guard_source(variant.env)}, {}, variant.flags)
+    if not driver or not guard:
+        raise CheckerError(f"the hidden driver did not compile in the sandbox: {(dlog + glog).strip()[:800]}")
     sources = {n: t for n, t in project.items() if n.endswith(".cpp")}
-    units, log = compile_units_full(sandbox, sources, headers, variant.flags)
+    units, log = compile_units_full(sandbox, sources, headers, variant.flags, preprocess=True)
     if not units:
         return BoxRun(built=False, build_log=log, result=RunResult(None, "", "", False, None, 0.0)), []
     hooks = sorted({h for u in units.values() for h in sanitizer_hooks(u.symbols)})
+    hooks += sorted(
+        {
+            f"{m.group(0)} (after macro expansion)"
+            for u in units.values()
+            for m in FORBIDDEN.finditer(u.expanded)
+        }
+    )
+    hooks += sorted({p for u in units.values() for p in early_code(u.sections, u.symbols)})
     if hooks:
         return BoxRun(built=True, build_log=log, result=RunResult(None, "", "", False, None, 0.0)), hooks
-    objects = {**driver, **{n: u.obj for n, u in units.items()}}
+    # The guard first: its .preinit_array entry runs before anything of the candidate's (see _guard.py).
+    objects = {**guard, **driver, **{n: u.obj for n, u in units.items()}}
     run = link_and_run(
-        sandbox, objects, {"input.txt": inp}, variant.flags, ["./prog", "input.txt"],
+        sandbox, objects, {"input.txt": inp, channel.KEY_FILE: key}, variant.flags, ["./prog", "input.txt"],
         env=variant.env, limits=limits, seccomp="sanitizer",
     )  # fmt: skip
     return run, []
@@ -334,6 +360,37 @@ _HOOK_CALL = re.compile(
 )
 
 
+# Sections whose code runs outside the driver's calls: before main (and before the driver has read and
+# deleted its key) or after it has printed its end marker.
+_EARLY_SECTIONS = re.compile(r"^\.(?:init_array|fini_array|preinit_array|ctors|dtors|init|fini)(?:\.\d+)?$")
+_SECTION_ROW = re.compile(r"\]\s+(?P<name>\S+)\s+\S+\s+[0-9a-f]+\s+[0-9a-f]+\s+(?P<size>[0-9a-f]+)\s")
+# A definition that replaces a C library, C++ runtime or standard-library function (the program's own
+# definitions come first in symbol lookup) runs project code inside the driver's calls to it.
+_RUNTIME_MANGLED = re.compile(r"^_Z(?:n[wa]|d[la]|NSt|NKSt|St|N9__gnu_cxx|NK9__gnu_cxx|N10__cxxabiv1)")
+
+
+def early_code(sections: str, nm_output: str) -> list[str]:
+    """Ways an object runs code the driver did not call: constructors/destructors (``readelf -SW``), and
+    strong definitions of C-linkage functions or of the C++ runtime's and standard library's (``nm -P``)."""
+    found = []
+    for line in sections.splitlines():
+        m = _SECTION_ROW.search(line)
+        if m and _EARLY_SECTIONS.match(m.group("name")) and int(m.group("size"), 16) > 0:
+            found.append(
+                f"{m.group('name')} (code that runs before main or after it: a global object with a "
+                "constructor or destructor, #include <iostream>, __attribute__((constructor)); the tests run "
+                "only what the driver calls)"
+            )
+    for line in nm_output.splitlines():
+        parts = line.split()
+        if len(parts) < 2 or parts[1] not in ("T", "W"):
+            continue
+        name = parts[0].split("@")[0]
+        if not name.startswith("_Z") or (parts[1] == "T" and _RUNTIME_MANGLED.match(name)):
+            found.append(f"{name} (replaces a library or runtime function of the same name)")
+    return found
+
+
 def sanitizer_hooks(nm_output: str) -> list[str]:
     """Symbols in ``nm -P`` output that would silence or reconfigure a sanitizer: defined or called."""
     found = []
@@ -342,7 +399,11 @@ def sanitizer_hooks(nm_output: str) -> list[str]:
         if len(parts) < 2:
             continue
         name, kind = parts[0].split("@")[0], parts[1]
-        if kind in ("U", "w", "v"):
+        if kind == "i":
+            # A GNU indirect function's resolver runs while the program is being loaded, before the guard
+            # that refuses exec is in place (see _guard.py).
+            found.append(f"{name} (an ifunc: its resolver runs before the checks are set up)")
+        elif kind in ("U", "w", "v"):
             if _HOOK_CALL.match(name):
                 found.append(f"{name} (called)")
         elif _HOOK_DEF.match(name):
@@ -368,11 +429,11 @@ def grade_checks(
     seed = secrets.randbits(62) if seed is None else seed
     rng = np.random.default_rng(seed)
     scenarios = _batches(rng)
-    nonce = secrets.randbits(60)
-    inp = _input(nonce, scenarios)
+    inp = _input(scenarios)
+    keys = {v.name: channel.new_key() for v in VARIANTS}
 
     def one(v: Variant) -> tuple[BoxRun, list[str]]:
-        return _run_variant(sandbox, v, project, shipped, harness, inp, limits)
+        return _run_variant(sandbox, v, project, shipped, harness, inp, keys[v.name], limits)
 
     # Both builds at once: they are independent, and the machine has two cores.
     with ThreadPoolExecutor(max_workers=len(VARIANTS)) as pool:
@@ -385,9 +446,9 @@ def grade_checks(
             Check(
                 "no sanitizer hooks",
                 False,
-                f"your code defines or calls sanitizer hooks: {', '.join(hooks)}. They silence or "
-                "reconfigure the tools (suppressions, options, ignored objects); fix the bugs instead. "
-                "Nothing was run.",
+                f"your code switches sanitizer checks off or runs code before they are set up: "
+                f"{', '.join(hooks)}. These silence or reconfigure the tools (suppressions, options, "
+                "attributes, ignored objects); fix the bugs instead. Nothing was run.",
             ),
         ]
     if not runs[0].built:
@@ -397,7 +458,7 @@ def grade_checks(
     names = set(project)
     report = _sanitizer_report(asan.result.stderr, names)
     stopped = "AddressSanitizer" if report else None
-    problem = _check_summaries(asan.result.stdout, nonce, scenarios, stopped)
+    problem = _check_summaries(asan.result.stdout, keys[VARIANTS[0].name], scenarios, stopped)
     if problem and report is None and asan.crashed:
         problem = f"{problem}: {describe_failure(asan)}\n{tail(asan.result.stderr, 8)}"
     checks.append(
@@ -416,7 +477,7 @@ def grade_checks(
         tsan_report = _sanitizer_report(tsan.result.stderr, names)
         checks.append(_sanitizer_check("ThreadSanitizer", tsan, tsan_report))
         tsan_problem = _check_summaries(
-            tsan.result.stdout, nonce, scenarios, "ThreadSanitizer" if tsan_report else None
+            tsan.result.stdout, keys[VARIANTS[1].name], scenarios, "ThreadSanitizer" if tsan_report else None
         )
         if tsan_problem and problem is None and tsan_report is None:
             checks.append(Check("results under ThreadSanitizer", False, tsan_problem))
@@ -443,7 +504,8 @@ def prepare(task: TaskInfo, sandbox: Sandbox) -> None:
 
     def build(v: Variant) -> None:
         compile_units(sandbox, driver, headers, v.flags)
-        compile_units_full(sandbox, sources, headers, v.flags)
+        compile_units(sandbox, {GUARD: exec_guard_source(v.env)}, {}, v.flags)
+        compile_units_full(sandbox, sources, headers, v.flags, preprocess=True)
 
     with ThreadPoolExecutor(max_workers=len(VARIANTS)) as pool:
         list(pool.map(build, VARIANTS))

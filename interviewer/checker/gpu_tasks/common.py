@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import secrets
 import sys
 import time
 from collections.abc import Callable, Iterable
@@ -19,13 +20,15 @@ from typing import Any
 
 import numpy as np
 
+from interviewer.checker import channel
 from interviewer.checker.models import TaskInfo, TestResult, Verdict
-from interviewer.checker.python_tasks.common import _npz_arrays, missing_reason, run_error
+from interviewer.checker.python_tasks.common import _npz_arrays, missing_reason, read_signed_run, run_error
 from interviewer.checker.sandbox import Limits, RunResult, Sandbox
 
 from . import policy
 
 HARNESS = Path(__file__).with_name("simbox.py")
+RELAY = Path(__file__).parents[1] / "python_tasks" / "harness_box.py"  # shipped as relay.py
 ARGV = [sys.executable, "-I", "harness.py"]
 
 
@@ -55,13 +58,16 @@ class KResult:
     report: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
     modified: list[str] = field(default_factory=list)
+    voided: bool = False  # the whole run does not count (forged results, a refused file write...)
 
     def num(self, *path: str) -> float:
         """A number from the report (0 when missing or malformed: the box is untrusted)."""
         cur: Any = self.report
         for p in path:
             cur = cur.get(p) if isinstance(cur, dict) else None
-        return float(cur) if isinstance(cur, (int, float)) and not isinstance(cur, bool) else 0.0
+        if isinstance(cur, bool) or not isinstance(cur, (int, float)):
+            return 0.0
+        return float(cur) if math.isfinite(cur) else 0.0
 
     def texts(self, key: str) -> list[str]:
         v = self.report.get(key)
@@ -83,7 +89,7 @@ class KResult:
         total = 0
         for ln in self.launches():
             g = ln.get("grid")
-            if isinstance(g, list) and all(isinstance(x, int) for x in g):
+            if isinstance(g, list) and len(g) == 3 and all(type(x) is int and 0 < x <= MAX_COUNT for x in g):
                 total += math.prod(g)
         return total
 
@@ -110,51 +116,119 @@ def run_cases(
             for c in cases
         ]
     }
+    key = channel.new_key()
     files: dict[str, bytes | str] = {
+        **_box_program(),
         "solution.py": code,
-        "harness.py": HARNESS.read_bytes(),
         "inputs.npz": buf.getvalue(),
         "spec.json": json.dumps(spec),
+        channel.KEY_FILE: key,
     }
-    collect = ["results.jsonl"] + [f"out{i}.npz" for i in range(len(cases))]
+    # The relay names a case's arrays a<seq>.npz after the record that follows them (one per case, plus
+    # the import failure record).
+    collect = ["results.jsonl"] + [f"a{i}.npz" for i in range(len(cases) + 1)]
     run = sandbox.run(files, ARGV, limits=limits, collect=collect)
-    return _parse(run, cases), run
+    return _parse(run, cases, key), run
 
 
-def _parse(run: RunResult, cases: list[KCase]) -> dict[str, KResult]:
-    records: dict[str, dict[str, Any]] = {}
-    import_error: str | None = None
-    for line in run.files.get("results.jsonl", b"").decode("utf-8", "replace").splitlines():
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if not isinstance(rec, dict) or not isinstance(rec.get("case"), str):
-            continue
-        if rec["case"] == "__import__":
-            import_error = str(rec.get("error", "import failed"))
-        records.setdefault(rec["case"], rec)
+def _box_program() -> dict[str, bytes | str]:
+    return {"harness.py": HARNESS.read_bytes(), "relay.py": RELAY.read_bytes()}
+
+
+# Bounds on what a case's report may hold: counts of events in one case of at most 65,536 threads each.
+MAX_COUNT = 10**12
+_REPORT_LISTS = ("launches", "races", "divergence", "uninit", "host_errors")
+_REPORT_DICTS = ("arrays", "shared")
+
+
+def report_problem(report: Any, path: str = "report") -> str | None:
+    """Why a case's measurements are unusable (a number that is not a count, a wrong type), else None.
+
+    The box is untrusted: every number must be a plain integer in [0, MAX_COUNT]; floats (inf, nan), bools
+    and anything huge make the case fail with this message instead of reaching a comparison.
+    """
+    if isinstance(report, bool):
+        return f"{path} is a boolean, expected a count"
+    if isinstance(report, int):
+        return None if 0 <= report <= MAX_COUNT else f"{path} = {report} is out of range"
+    if isinstance(report, float):
+        return f"{path} = {report!r} is not an integer count"
+    if report is None or isinstance(report, str):
+        return None
+    if isinstance(report, list):
+        for i, v in enumerate(report[:10_000]):
+            bad = report_problem(v, f"{path}[{i}]")
+            if bad:
+                return bad
+        return None if len(report) <= 10_000 else f"{path} has {len(report)} items"
+    if isinstance(report, dict):
+        for k, v in list(report.items())[:10_000]:
+            bad = report_problem(v, f"{path}.{k}")
+            if bad:
+                return bad
+        return None if len(report) <= 10_000 else f"{path} has {len(report)} keys"
+    return f"{path} has type {type(report).__name__}"
+
+
+def _check_report(report: Any) -> str | None:
+    if not isinstance(report, dict):
+        return "the report is not a mapping"
+    bad = report_problem(report)
+    if bad:
+        return bad
+    for k in _REPORT_LISTS:
+        if not isinstance(report.get(k, []), list):
+            return f"report.{k} is not a list"
+    for k in _REPORT_DICTS:
+        v = report.get(k, {})
+        if not isinstance(v, dict) or not all(isinstance(d, dict) for d in v.values()):
+            return f"report.{k} is not a mapping of mappings"
+    return None
+
+
+def _parse(run: RunResult, cases: list[KCase], key: str) -> dict[str, KResult]:
+    """Match the relay's signed records to the cases; anything forged, malformed or missing is an error.
+
+    Never raises on what the box wrote: a forged line, a refused file write, a non-finite or out-of-range
+    measurement becomes the error of the cases it affects, with the reason.
+    """
+    signed = read_signed_run(run, key)
+    imp = signed.records.get("__import__")
+    import_error = str(imp.get("error", "import failed"))[:1000] if imp else None
     out: dict[str, KResult] = {}
-    for i, c in enumerate(cases):
-        rec = records.get(c.name)
+    for c in cases:
+        rec = signed.records.get(c.name)
+        if signed.problem is not None:
+            out[c.name] = KResult(c, error=f"not counted: {signed.problem}", voided=True)
+            continue
         if import_error is not None:
             out[c.name] = KResult(c, error=f"importing your code failed: {import_error}")
             continue
         if rec is None:
             out[c.name] = KResult(c, error=missing_reason(run))
             continue
-        report = rec.get("report") if isinstance(rec.get("report"), dict) else {}
+        report = rec.get("report", {})
+        bad = _check_report(report)
+        if bad is not None:
+            out[c.name] = KResult(
+                c, error=f"the measurements from the box are unusable ({bad[:200]}): not counted"
+            )
+            continue
         sec = rec.get("seconds")
-        seconds = float(sec) if isinstance(sec, (int, float)) else 0.0
-        modified = [str(m) for m in rec.get("modified_inputs", []) if isinstance(m, str)]
-        res = KResult(c, report=report or {}, seconds=seconds, modified=modified)
+        ok = isinstance(sec, (int, float)) and not isinstance(sec, bool) and 0 <= sec < 1e6  # NaN fails
+        seconds = float(sec) if ok and sec is not None else 0.0
+        mods = rec.get("modified_inputs", [])
+        modified = [str(m)[:100] for m in mods[:20] if isinstance(m, str)] if isinstance(mods, list) else []
+        res = KResult(c, report=report, seconds=seconds, modified=modified)
         if "error" in rec:
             res.error = str(rec["error"])[:1200]
         else:
-            data = run.files.get(f"out{i}.npz")
             try:
-                if data is None:
+                if c.name not in signed.arrays:
                     raise ValueError("no output arrays came back")
+                data = signed.arrays[c.name]
+                if data is None:
+                    raise ValueError("the output arrays were changed after the harness wrote them")
                 arrays = _npz_arrays(data)
                 if len(arrays) != len(c.outputs):
                     raise ValueError(f"{len(arrays)} arrays came back, expected {len(c.outputs)}")
@@ -194,14 +268,33 @@ def compare(got: np.ndarray, expected: np.ndarray, *, rtol: float, atol: float, 
     )
 
 
+def root_cause(res: KResult) -> str | None:
+    """The first race, barrier divergence or uninitialised read of a case: what makes its output undefined."""
+    for key in ("races", "divergence", "uninit"):
+        items = res.texts(key)
+        if items:
+            return items[0]
+    return None
+
+
 def case_test(res: KResult, label: str, check: Callable[[dict[str, np.ndarray]], str | None]) -> TestResult:
-    """The correctness test of one case: its error, else what ``check`` says about the outputs."""
+    """The correctness test of one case: its error, else what ``check`` says about the outputs.
+
+    When the case also raced (or diverged at a barrier, or read unwritten shared memory), the message leads
+    with that: a wrong or garbage value is its symptom, and the race is what to fix.
+    """
     name = f"{label} [{res.case.describe()}]"
     if res.error is not None:
-        return TestResult(name=name, passed=False, message=res.error)
-    assert res.outputs is not None
-    msg = check(res.outputs)
-    return TestResult(name=name, passed=msg is None, message=msg or "")
+        msg: str | None = res.error
+    else:
+        assert res.outputs is not None
+        msg = check(res.outputs)
+    if msg is None:
+        return TestResult(name=name, passed=True)
+    cause = root_cause(res) if not res.voided else None
+    if cause:
+        msg = f"{cause}. The output is undefined after that; in this run: {msg}"
+    return TestResult(name=name, passed=False, message=msg)
 
 
 def _first(results: Iterable[KResult], key: str, count_key: str | None = None) -> tuple[str | None, int]:
@@ -216,7 +309,20 @@ def _first(results: Iterable[KResult], key: str, count_key: str | None = None) -
 
 
 def safety_tests(results: list[KResult]) -> list[TestResult]:
-    """The sanitizer-style checks every kernel task gets: races, barriers, uninitialised shared, inputs."""
+    """The sanitizer-style checks every kernel task gets: races, barriers, uninitialised shared, inputs.
+
+    Each needs at least one case that reported back: a run that produced no measurements shows nothing
+    to be clean of.
+    """
+    if not any(r.report for r in results):
+        why = next((r.error for r in results if r.error), None) or "no case reported back"
+        names = (
+            "no data races (racecheck)",
+            "every thread of a block reaches every cuda.syncthreads() (synccheck)",
+            "no reads of uninitialised shared memory or unwritten device memory (initcheck)",
+            "inputs are left unchanged",
+        )
+        return [TestResult(name=n, passed=False, message=f"not checked: {why[:300]}") for n in names]
     tests = []
     race, n_race = _first(results, "races", "race_count")
     tests.append(
@@ -237,7 +343,7 @@ def safety_tests(results: list[KResult]) -> list[TestResult]:
     un, n_un = _first(results, "uninit", "uninit_count")
     tests.append(
         TestResult(
-            name="no reads of uninitialised shared memory (initcheck)",
+            name="no reads of uninitialised shared memory or unwritten device memory (initcheck)",
             passed=un is None,
             message="" if un is None else f"{un}; {n_un} such read(s) in all",
         )
@@ -279,26 +385,41 @@ def shared_memory_test(results: list[KResult], *, need_barrier: bool = True) -> 
                       passed=passed, message=msg)  # fmt: skip
 
 
-def spread_test(res: KResult, array: str, bound: int, what: str) -> TestResult:
-    """No thread loads more than ``bound`` elements of ``array``: the work is split over many threads."""
-    name = f"the work is spread over threads (no thread loads more than {bound} elements of `{array}`)"
-    if res.error is not None:
-        return TestResult(
-            name=name, passed=False, message=f"case {res.case.name} did not run: {res.error[:200]}"
-        )
-    got = int(res.num("arrays", array, "max_loads_per_thread"))
-    if got == 0:
-        return TestResult(
-            name=name, passed=False, message=f"no kernel read `{array}` in case {res.case.name}"
-        )
-    return TestResult(
-        name=name,
-        passed=got <= bound,
-        message=""
-        if got <= bound
-        else f"one thread loaded {got} elements of `{array}` in case {res.case.name} "
-        f"({what}); launch enough threads that each handles a small share",
-    )
+def spread_test(
+    results: KResult | list[KResult],
+    array: str,
+    bound: Callable[[KResult], int],
+    what: Callable[[KResult], str],
+) -> TestResult:
+    """In every given case, no thread loads more than ``bound(case)`` elements of ``array``.
+
+    Run on several cases of drawn sizes, so a kernel cannot spread the work only at one size it expects.
+    """
+    group = results if isinstance(results, list) else [results]
+    bounds = sorted({bound(r) for r in group})
+    shown = f"{bounds[0]}" if len(bounds) == 1 else f"{bounds[0]}-{bounds[-1]}, by size"
+    name = f"the work is spread over threads (no thread loads more than {shown} elements of `{array}`)"
+    if not group:
+        return TestResult(name=name, passed=False, message="no case to measure")
+    for res in group:
+        b = bound(res)
+        if res.error is not None:
+            return TestResult(
+                name=name, passed=False, message=f"case {res.case.name} did not run: {res.error[:200]}"
+            )
+        got = int(res.num("arrays", array, "max_loads_per_thread"))
+        if got == 0:
+            return TestResult(
+                name=name, passed=False, message=f"no kernel read `{array}` in case {res.case.name}"
+            )
+        if got > b:
+            return TestResult(
+                name=name,
+                passed=False,
+                message=f"one thread loaded {got} elements of `{array}` in case {res.case.name} ({what(res)}; "
+                f"the bound there is {b}); launch enough threads that each handles a small share",
+            )
+    return TestResult(name=name, passed=True)
 
 
 def lint(task: TaskInfo, code: str, start: float) -> Verdict | None:
@@ -314,8 +435,35 @@ def lint(task: TaskInfo, code: str, start: float) -> Verdict | None:
     )
 
 
-def finish(task: TaskInfo, tests: list[TestResult], run: RunResult, start: float) -> Verdict:
-    return Verdict(task_id=task.id, tests=tests, seconds=time.monotonic() - start, error=run_error(run))
+def finish(
+    task: TaskInfo,
+    tests: list[TestResult],
+    run: RunResult,
+    start: float,
+    results: Iterable[KResult] = (),
+    seed: int | None = None,
+) -> Verdict:
+    voided = next((r.error for r in results if r.voided), None)
+    return Verdict(
+        task_id=task.id,
+        tests=tests,
+        seconds=time.monotonic() - start,
+        error=voided or run_error(run),
+        seed=seed,
+    )
+
+
+def not_power_of_two(rng: np.random.Generator, lo: int, hi: int) -> int:
+    """A size in [lo, hi) that is not a power of two: a tree that assumes one must fail every run."""
+    while True:
+        n = int(rng.integers(lo, hi))
+        if n & (n - 1):
+            return n
+
+
+def draw_seed(seed: int | None) -> int:
+    """The seed of this run's hidden inputs: the one asked for (to repeat a verdict), else a fresh one."""
+    return secrets.randbits(62) if seed is None else int(seed)
 
 
 def limits(task: TaskInfo) -> Limits:
@@ -324,7 +472,7 @@ def limits(task: TaskInfo) -> Limits:
 
 def prepare(task: TaskInfo, sandbox: Sandbox) -> None:
     """Pre-start a box with NumPy, Numba's simulator and greenlet imported."""
-    sandbox.prewarm({"harness.py": HARNESS.read_bytes()}, ARGV, limits(task))
+    sandbox.prewarm(_box_program(), ARGV, limits(task))
 
 
 Checker = Callable[[dict[str, np.ndarray]], str | None]
@@ -334,20 +482,24 @@ def grade_cases(
     task: TaskInfo,
     code: str,
     sandbox: Sandbox,
-    labelled: list[tuple[str, KCase, Checker]],
+    make_cases: Callable[[np.random.Generator], list[tuple[str, KCase, Checker]]],
     extra: Callable[[list[KResult]], list[TestResult]],
+    seed: int | None = None,
 ) -> Verdict:
-    """The common flow: policy check, one box for all cases, correctness per case, then ``extra`` tests."""
+    """The common flow: policy check, cases drawn from the run's seed, one box for all of them, correctness
+    per case, then ``extra`` tests. The verdict carries the seed, so ``--seed`` repeats the same inputs."""
     start = time.monotonic()
     bad = lint(task, code, start)
     if bad is not None:
         return bad
+    seed = draw_seed(seed)
+    labelled = make_cases(np.random.default_rng(seed))
     results, run = run_cases(sandbox, code, [c for _, c, _ in labelled], limits(task))
     ordered = [results[c.name] for _, c, _ in labelled]
     tests = [case_test(results[c.name], label, chk) for label, c, chk in labelled]
     tests += safety_tests(ordered)
     tests += extra(ordered)
-    return finish(task, tests, run, start)
+    return finish(task, tests, run, start, ordered, seed)
 
 
 def loads_per_element_test(results: list[KResult], array: str, limit: float, why: str) -> TestResult:

@@ -28,9 +28,11 @@ CUDA_TOP = {
     "jit", "grid", "gridsize", "threadIdx", "blockIdx", "blockDim", "gridDim", "shared", "local", "const",
     "atomic", "syncthreads", "syncthreads_count", "syncthreads_and", "syncthreads_or", "threadfence",
     "threadfence_block", "threadfence_system", "warpsize", "laneid", "popc", "brev", "clz", "ffs", "fma",
-    "cbrt", "selp", "device_array", "device_array_like", "to_device", "synchronize", "stream", "event",
+    "cbrt", "selp", "device_array", "device_array_like", "to_device", "synchronize",
 }  # fmt: skip
-CUDA_HOST_ONLY = {"jit", "device_array", "device_array_like", "to_device", "synchronize", "stream", "event"}
+# Streams and events are left out: launches here are synchronous, and an event's elapsed time (0 in a
+# simulator) would let code tell the grader from a GPU.
+CUDA_HOST_ONLY = {"jit", "device_array", "device_array_like", "to_device", "synchronize"}
 CUDA_SUB = {
     "threadIdx": {"x", "y", "z"}, "blockIdx": {"x", "y", "z"}, "blockDim": {"x", "y", "z"},
     "gridDim": {"x", "y", "z"}, "shared": {"array"}, "local": {"array"}, "const": {"array_like"},
@@ -243,6 +245,32 @@ def _check_kernel(fn: ast.FunctionDef, mod: Module, problems: list[str]) -> None
             _check_attribute(node, mod, True, problems)
 
 
+# Array methods and NumPy functions that compute (not allocate): signs of a host-side solution.
+_HOST_MATH = {
+    "sum", "mean", "max", "min", "prod", "cumsum", "dot", "matmul", "argmax", "argmin", "std", "var", "exp",
+    "log", "sqrt", "transpose", "T", "bincount", "histogram", "einsum", "copy_to_host", "tolist", "maximum",
+    "minimum", "ceil", "floor", "asarray", "array",
+}  # fmt: skip
+
+
+def _host_numpy(tree: ast.Module, code: str, mod: Module) -> str | None:
+    """The first line with a host-side NumPy computation, as ``source`` at line N (None when there is none)."""
+    lines = code.splitlines()
+    found = []
+    for node in ast.walk(tree):
+        hit = isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult)
+        if isinstance(node, ast.Attribute) and node.attr in _HOST_MATH:
+            root, _ = _attr_chain(node)
+            hit = root not in mod.cuda
+        if hit:
+            found.append(node.lineno)  # type: ignore[attr-defined]
+    if not found:
+        return None
+    line = min(found)
+    text = lines[line - 1].strip() if line <= len(lines) else ""
+    return f"`{text[:80]}` at line {line}"
+
+
 def check(code: str) -> list[str]:
     """Every violation of the kernel-task subset, with its line; empty when the code may run."""
     try:
@@ -288,7 +316,17 @@ def check(code: str) -> list[str]:
     for fn in mod.kernels.values():
         _check_kernel(fn, mod, problems)
     if not mod.kernels:
-        problems.append("no CUDA kernel found: decorate a top-level function with @cuda.jit and launch it")
+        host = _host_numpy(tree, code, mod)
+        if host:
+            problems.append(
+                f"no CUDA kernel found, and the host code computes with NumPy ({host}): here the device arrays "
+                "cannot be read on the host, so the result must come from the GPU; write the computation as "
+                "a @cuda.jit kernel that writes the output array, and launch it as kernel[blocks, threads](...)"
+            )
+        else:
+            problems.append(
+                "no CUDA kernel found: decorate a top-level function with @cuda.jit and launch it"
+            )
     if not mod.cuda:
         problems.append("import the device API with `from numba import cuda`")
     return list(dict.fromkeys(problems))  # unique, in order

@@ -11,9 +11,11 @@ from interviewer.checker.gpu_tasks.common import (
     KCase,
     KResult,
     case_test,
+    draw_seed,
     finish,
     limits,
     lint,
+    not_power_of_two,
     prepare,
     run_cases,
     safety_tests,
@@ -27,18 +29,23 @@ __all__ = ["grade", "make_cases", "prepare"]
 
 
 def make_cases(rng: np.random.Generator) -> list[tuple[str, KCase]]:
-    """Fresh inputs each run; sizes chosen for the edges a reduction gets wrong."""
+    """Inputs drawn from the run's seed; sizes chosen for the edges a reduction gets wrong.
+
+    The small sizes are never powers of two, so a tree that only works for those fails in every run,
+    and the spread test runs on the two large sizes, both drawn.
+    """
     sizes = [
         ("empty input (n = 0)", 0),
         ("one element", 1),
-        ("fewer elements than one block", int(rng.integers(20, 60))),
+        ("fewer elements than one warp (not a power of two)", not_power_of_two(rng, 3, 32)),
+        ("fewer elements than one block (not a power of two)", not_power_of_two(rng, 33, 128)),
         ("n not a multiple of the block size", 32 * int(rng.integers(28, 36)) + int(rng.integers(1, 32))),
-        ("n a power of two", 4096),
+        ("n a power of two", 2 ** int(rng.integers(11, 14))),
     ]
     out = []
     for i, (label, n) in enumerate(sizes):
         x = rng.standard_normal(n).astype(np.float32)
-        if i == 4:
+        if label == "n a power of two":
             x = (x + 3.0).astype(np.float32)  # all positive: an off-by-one loses a visible amount
         out.append((label, KCase(f"case{i}", "reduce_sum", {"x": x}, {"out": ((1,), "float32")})))
     return out
@@ -59,7 +66,10 @@ def _check_sum(case: KCase) -> Checker:
             return f"`out` has shape {got.shape}, expected (1,)"
         g = float(got[0])
         if not np.isfinite(g):
-            return f"out[0] is {g}, expected {want:.6g} (out starts as garbage: write it on the device)"
+            return (
+                f"out[0] is {g}, expected {want:.6g} (never written, or computed from unwritten memory: "
+                "out and shared arrays start as garbage on the device)"
+            )
         if abs(g - want) > tol:
             return f"out[0] is {g:.7g}, expected {want:.7g} (off by {g - want:.3g}; tolerance {tol:.2g})"
         return None
@@ -70,6 +80,8 @@ def _check_sum(case: KCase) -> Checker:
 def atomics_test(results: list[KResult]) -> TestResult:
     """Blocks combine their partial sums: at most one atomic per launched block, not one per element."""
     name = "per-block partial sums: at most one atomic per block"
+    if all(r.error is not None for r in results):
+        return TestResult(name=name, passed=False, message="not checked: no case ran")
     for r in results:
         if r.error is not None:
             continue
@@ -84,12 +96,13 @@ def atomics_test(results: list[KResult]) -> TestResult:
     return TestResult(name=name, passed=True)
 
 
-def grade(task: TaskInfo, code: str, sandbox: Sandbox) -> Verdict:
+def grade(task: TaskInfo, code: str, sandbox: Sandbox, seed: int | None = None) -> Verdict:
     start = time.monotonic()
     bad = lint(task, code, start)
     if bad is not None:
         return bad
-    labelled = make_cases(np.random.default_rng())
+    seed = draw_seed(seed)
+    labelled = make_cases(np.random.default_rng(seed))
     results, run = run_cases(sandbox, code, [c for _, c in labelled], limits(task))
     ordered = [results[c.name] for _, c in labelled]
     tests = [case_test(results[c.name], label, _check_sum(c)) for label, c in labelled]
@@ -97,7 +110,13 @@ def grade(task: TaskInfo, code: str, sandbox: Sandbox) -> Verdict:
     ran = [r for r in ordered if r.case.inputs["x"].size > 0]
     tests.append(shared_memory_test(ran))
     tests.append(atomics_test(ordered))
-    big = ordered[-1]
-    n = big.case.inputs["x"].size
-    tests.append(spread_test(big, "x", max(64, n // 16), f"n = {n}"))
-    return finish(task, tests, run, start)
+    big = [r for r in ordered if r.case.inputs["x"].size >= 512]
+    tests.append(
+        spread_test(
+            big,
+            "x",
+            lambda r: max(64, r.case.inputs["x"].size // 16),
+            lambda r: f"n = {r.case.inputs['x'].size}",
+        )
+    )
+    return finish(task, tests, run, start, ordered, seed)

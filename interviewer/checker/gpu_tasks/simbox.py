@@ -15,10 +15,15 @@ The grader ships this file into the box with the candidate's ``solution.py``. It
   out-of-bounds indices; and, like Nsight Compute, the number of global loads and stores, the 32-byte
   sectors each warp-wide access touches (coalescing) and shared-memory bank conflicts.
 - hands the candidate's host function device arrays that cannot be read on the host (no ``copy_to_host``,
-  no indexing, no ``__array__``): the result can only come from kernels.
+  no indexing, no ``__array__``): the result can only come from kernels. They are named, printed and
+  truth-tested like Numba's ``DeviceNDArray``, and kernels like its ``CUDADispatcher``.
 
-Nothing here decides a pass. Each case's output arrays go to ``out<i>.npz`` and its measurements to
-``results.jsonl``; the grader outside compares them with what it computed itself.
+Nothing here decides a pass. The candidate's code, with the instruments (they must share its process),
+runs in a child forked by the relay (``relay.py``, the Python tasks' ``harness_box.py``); the child may
+read files but write none (an audit hook, installed before the solution is imported), and sends each
+case's output arrays and measurements as frames on a pipe. The parent, which never runs candidate code,
+signs each record with the per-run key it read and deleted before the child could start, into
+``results.jsonl``; the grader outside accepts only signed lines and compares them with what it computed.
 """
 
 import os
@@ -27,6 +32,7 @@ os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
 os.environ.setdefault("NUMBA_CACHE_DIR", os.path.abspath(".numba-cache"))
 os.environ.setdefault("NUMBA_DISABLE_PERFORMANCE_WARNINGS", "1")
 
+import io
 import json
 import linecache
 import re
@@ -155,7 +161,7 @@ def solution_line() -> int:
 class Tracker:
     """Access history of one array (global: per launch; shared: per block) and its counters."""
 
-    __slots__ = ("array_name", "coalesce", "hist", "label", "per_thread", "space", "stats", "written")
+    __slots__ = ("array_name", "coalesce", "hist", "init", "label", "per_thread", "space", "stats", "written")
 
     def __init__(self, label: str, space: str) -> None:
         self.label = label
@@ -163,6 +169,7 @@ class Tracker:
         self.space = space
         self.hist: dict[int, list[tuple[str, int, int, int, int]]] = {}
         self.written: set[int] | None = set() if space == "shared" else None
+        self.init: np.ndarray | None = None  # global: which elements anything has written (None: all)
         self.per_thread: dict[tuple[int, int], int] = {}  # (block, tid) -> loads
         self.coalesce: dict[tuple[int, int, int, int, str], set[int]] = {}  # (block, warp, line, k, kind)
         self.stats = REPORT_STATS(space)
@@ -185,6 +192,19 @@ def record(tr: Tracker, flat: int, kind: str, itemsize: int, t: SimThread, store
     """
     line = solution_line()
     st = tr.stats
+    init = tr.init
+    if init is not None and not init[flat] and (store or kind == "r"):
+        if kind != "w":  # a read, or an atomic (counted once, on its write), of garbage
+            REPORT["uninit_count"] += 1
+            if len(REPORT["uninit"]) < MAX_REPORTS:
+                what = "updated" if kind == "a" else "read"
+                REPORT["uninit"].append(
+                    f"{t.name()} {what} `{tr.array_name}` element {flat} at line {line} before anything wrote it "
+                    "(device memory from cuda.device_array, and the output arrays, start as garbage: write "
+                    "or zero it first)"
+                )
+        if kind != "r":
+            init[flat] = True
     if kind == "a":
         if not store:
             return
@@ -630,9 +650,10 @@ def launch_kernel(self: Any, *args: Any) -> None:
     trackers: list[Tracker] = []
     kargs: list[Any] = []
     for i, a in enumerate(args):
-        if isinstance(a, DeviceArray):
+        if isinstance(a, DeviceNDArray):
             label = a._label
             tr = Tracker(label, "global")
+            tr.init = a._init
             tr.stats = REPORT["arrays"].setdefault(label, REPORT_STATS("global"))
             trackers.append(tr)
             kargs.append(KernelArray(a._a, tr, label))
@@ -688,9 +709,42 @@ def _no_grid_sync(self: Any) -> None:
     raise KernelError("grid-wide synchronisation is not supported here: split the work into two launches")
 
 
+_SIM_CONFIGURE = sim_kernel.FakeCUDAKernel.__getitem__
+
+
+class LaunchConfiguration:
+    """What ``kernel[grid, block]`` returns: named and printed like Numba's own (the stock simulator
+    returns the kernel itself, configured for good), and the configuration holds for this call only."""
+
+    __slots__ = ("blockdim", "dispatcher", "griddim")
+
+    def __init__(self, dispatcher: Any, config: Any) -> None:
+        self.dispatcher = dispatcher
+        cfg = config if isinstance(config, tuple) else (config,)
+        self.griddim = cfg[0] if cfg else None
+        self.blockdim = cfg[1] if len(cfg) > 1 else None
+
+    def __call__(self, *args: Any) -> None:
+        kernel = self.dispatcher
+        if self.blockdim is None:
+            raise KernelError(
+                f"kernel `{kernel.fn.__name__}` configured with {self.griddim!r}: use kernel[blocks, threads](...)"
+            )
+        _SIM_CONFIGURE(kernel, (self.griddim, self.blockdim))
+        try:
+            launch_kernel(kernel, *args)
+        finally:
+            kernel.grid_dim = kernel.block_dim = None
+
+
+LaunchConfiguration.__module__ = "numba.cuda.dispatcher"
+LaunchConfiguration.__name__ = LaunchConfiguration.__qualname__ = "_LaunchConfiguration"
+
 SHARED_FACTORY: list[SharedFactory] = [SharedFactory()]
 for _cls, _attr, _value in ((sim_api.GridGroup, "sync", _no_grid_sync),
-                            (sim_kernel.FakeCUDAKernel, "__call__", launch_kernel)):  # fmt: skip
+                            (sim_kernel.FakeCUDAKernel, "__call__", launch_kernel),
+                            (sim_kernel.FakeCUDAKernel, "__getitem__", lambda self, cfg: LaunchConfiguration(self, cfg)),
+                            (sim_kernel.FakeCUDAKernel, "__repr__", lambda self: f"CUDADispatcher({self.fn!r})")):  # fmt: skip
     setattr(_cls, _attr, _value)
 
 
@@ -712,18 +766,29 @@ for _name in ("add", "sub", "and_", "or_", "xor", "inc", "dec", "exch", "max", "
 
 
 # -------------------------------------------------------------------------------------- host-side arrays
-class DeviceArray:
-    """A device allocation as the host sees it: shape and dtype, copies in, never a read of its contents."""
+class DeviceNDArray:
+    """A device allocation as the host sees it: shape and dtype, copies in, never a read of its contents.
 
-    __slots__ = ("_a", "_label")
+    Named, printed and truth-tested like Numba's own ``DeviceNDArray`` (no custom repr: the default
+    ``<numba.cuda.cudadrv.devicearray.DeviceNDArray object at 0x...>``, and ``bool()`` from ``len()``), so
+    host code cannot tell this box from a GPU by looking at its arguments.
+    """
 
-    def __init__(self, a: np.ndarray, label: str) -> None:
+    __slots__ = ("_a", "_init", "_label")
+
+    def __init__(self, a: np.ndarray, label: str, garbage: bool = False) -> None:
         self._a = a
         self._label = label
+        # Which elements anything has written, for initcheck on global memory; None: all of them.
+        self._init: np.ndarray | None = np.zeros(a.size, bool) if garbage else None
 
     @property
     def shape(self) -> tuple[int, ...]:
         return tuple(self._a.shape)
+
+    @property
+    def strides(self) -> tuple[int, ...]:
+        return tuple(self._a.strides)
 
     @property
     def size(self) -> int:
@@ -741,13 +806,28 @@ class DeviceArray:
     def nbytes(self) -> int:
         return int(self._a.nbytes)
 
+    @property
+    def alloc_size(self) -> int:
+        return int(self._a.nbytes)
+
+    @property
+    def stream(self) -> int:
+        return 0
+
+    def is_c_contiguous(self) -> bool:
+        return bool(self._a.flags.c_contiguous)
+
+    def is_f_contiguous(self) -> bool:
+        return bool(self._a.flags.f_contiguous)
+
     def __len__(self) -> int:
         return int(self._a.shape[0])
 
     def _denied(self, what: str) -> HostAccessError:
         return HostAccessError(
-            f"{what} of device array `{self._label}` on the host: in this task the result must be computed by "
-            "kernels on the device, so device memory is never read back in your host function"
+            f"{what} of device array `{self._label}` on the host: this task computes on the GPU, so the host "
+            "function never reads device memory (no NumPy on the inputs, no copy_to_host); write a @cuda.jit "
+            "kernel that computes the result into the output array and launch it as kernel[blocks, threads](...)"
         )
 
     def __getitem__(self, idx: Any) -> Any:
@@ -762,22 +842,20 @@ class DeviceArray:
     def __array__(self, *args: Any, **kwargs: Any) -> Any:
         raise self._denied("converting to NumPy")
 
-    def __bool__(self) -> bool:
-        return True
-
     def copy_to_host(self, *args: Any, **kwargs: Any) -> Any:
         raise self._denied("copy_to_host")
 
     def copy_to_device(self, ary: Any, stream: Any = 0) -> None:
-        src = ary._a if isinstance(ary, DeviceArray) else np.asarray(ary)
+        src = ary._a if isinstance(ary, DeviceNDArray) else np.asarray(ary)
         if src.shape != self._a.shape:
             raise ValueError(
                 f"copy_to_device: shape {src.shape} does not match the device array's {self._a.shape}"
             )
         np.copyto(self._a, src, casting="same_kind")
+        self._init = ary._init.copy() if isinstance(ary, DeviceNDArray) and ary._init is not None else None
 
-    def __repr__(self) -> str:
-        return f"<device array `{self._label}` {self._a.dtype} {tuple(self._a.shape)}>"
+
+DeviceNDArray.__module__ = "numba.cuda.cudadrv.devicearray"
 
 
 _SCRATCH = [0]
@@ -799,22 +877,25 @@ def _scratch_label() -> str:
 
 def device_array(
     shape: Any, dtype: Any = np.float64, strides: Any = None, order: str = "C", stream: Any = 0
-) -> DeviceArray:
-    return DeviceArray(_garbage(shape, dtype), _scratch_label())
+) -> DeviceNDArray:
+    return DeviceNDArray(_garbage(shape, dtype), _scratch_label(), garbage=True)
 
 
-def device_array_like(ary: Any, stream: Any = 0) -> DeviceArray:
-    return DeviceArray(_garbage(ary.shape, ary.dtype), _scratch_label())
+def device_array_like(ary: Any, stream: Any = 0) -> DeviceNDArray:
+    return DeviceNDArray(_garbage(ary.shape, ary.dtype), _scratch_label(), garbage=True)
 
 
-def to_device(obj: Any, stream: Any = 0, copy: bool = True, to: Any = None) -> DeviceArray:
-    src = obj._a if isinstance(obj, DeviceArray) else np.asarray(obj)
+def to_device(obj: Any, stream: Any = 0, copy: bool = True, to: Any = None) -> DeviceNDArray:
+    src = obj._a if isinstance(obj, DeviceNDArray) else np.asarray(obj)
     if src.dtype.kind not in "biuf":
         raise TypeError(f"cuda.to_device got dtype {src.dtype}; copy numeric arrays")
     if to is not None:
         to.copy_to_device(src)
         return to
-    return DeviceArray(np.array(src, copy=True), _scratch_label())
+    out = DeviceNDArray(np.array(src, copy=True), _scratch_label())
+    if isinstance(obj, DeviceNDArray) and obj._init is not None:
+        out._init = obj._init.copy()  # a device-to-device copy carries the garbage along
+    return out
 
 
 def _unsupported(name: str) -> Any:
@@ -859,35 +940,93 @@ def wait_for_go() -> None:
         time.sleep(0.002)
 
 
-def main() -> None:
+# Events that no kernel task needs and that would reach the results pipe or the harness behind it: new
+# processes, signals, sockets, memory maps, ctypes, and tracing (which would see the harness's frames).
+_DENIED_EVENTS = frozenset({
+    "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork", "os.forkpty", "subprocess.Popen",
+    "pty.spawn", "os.kill", "os.killpg", "signal.pthread_kill", "socket.__new__", "mmap.__new__",
+    "sys.settrace", "sys.setprofile", "sys.addaudithook", "sys.remote_exec",
+})  # fmt: skip
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+_NO_READ = ("/proc", "/dev", "/sys")
+
+
+def guard_files(fd: int) -> None:
+    """From here on the process may read files, never write one; refusals are reported on the pipe.
+
+    Installed in the child before the solution is imported. An audit hook cannot be removed, and kernel
+    code cannot catch the error (the policy refuses try/except), so a host function that writes the
+    results file, or opens ``/proc/self/fd/N`` to reach the pipe itself, stops the run. The results
+    would not count anyway (the relay signs only what reaches it as frames); this names the reason.
+    """
+    from relay import send
+
+    sys.dont_write_bytecode = True  # -I ignores PYTHONDONTWRITEBYTECODE; importing must write nothing
+    linecache.getline(SOLUTION, 1)  # cached now: shared-array names are read from it later
+    state = {"told": False}
+
+    def refuse(why: str) -> None:
+        msg = f"your code tried {why}: kernel tasks read and write device arrays only, never files"
+        if not state["told"]:
+            state["told"] = True
+            send(fd, b"V", msg.encode())
+        raise PermissionError(msg)
+
+    def hook(event: str, args: tuple[Any, ...]) -> None:
+        if event == "open":
+            path, mode, flags = (*tuple(args), None, None)[:3]
+            if isinstance(path, int):
+                refuse(f"to open file descriptor {path}")
+            try:
+                real = os.path.realpath(os.fsdecode(path))
+            except (TypeError, ValueError):
+                refuse("to open a file by an unusual path")
+            writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
+                isinstance(flags, int) and flags & _WRITE_FLAGS
+            )
+            if writing:
+                refuse(f"to write the file {os.path.basename(real)!r}")
+            if real.startswith(_NO_READ):
+                refuse(f"to open {real!r}")
+        elif event in _DENIED_EVENTS or event.startswith("ctypes."):
+            refuse(f"{event}")
+
+    sys.addaudithook(hook)
+
+
+def child(spec: dict[str, Any], inputs: Any, fd: int) -> None:
+    """The candidate's process: import the solution, run each case, send arrays and reports as frames."""
     global REPORT
-    wait_for_go()
-    with open("spec.json") as fh:
-        spec = json.load(fh)
-    inputs = np.load("inputs.npz", allow_pickle=False)
-    res = open("results.jsonl", "w")  # noqa: SIM115 - kept open for the whole run, flushed per line
+    from relay import send
 
     def emit(d: dict[str, Any]) -> None:
-        res.write(json.dumps(d) + "\n")
-        res.flush()
+        try:
+            payload = json.dumps(d, allow_nan=False).encode()
+        except (ValueError, TypeError, RecursionError) as e:
+            payload = json.dumps(
+                {"case": d.get("case"), "error": f"the result cannot be sent ({e})"[:800]}
+            ).encode()
+        send(fd, b"R", payload)
 
+    arrays_in = {k: np.array(inputs[k]) for k in inputs.files}
+    guard_files(fd)
     try:
         mod = _load()
     except BaseException as e:
         emit({"case": "__import__", "error": _short_tb(e)})
         return
-    for i, case in enumerate(spec["cases"]):
+    for case in spec["cases"]:
         REPORT = new_report()
         _SCRATCH[0] = 0
         kwargs: dict[str, Any] = dict(case.get("scalars", {}))
         originals: dict[str, np.ndarray] = {}
-        outs: dict[str, DeviceArray] = {}
+        outs: dict[str, DeviceNDArray] = {}
         for arg in case["inputs"]:
-            a = np.array(inputs[f"{case['name']}__{arg}"])
+            a = np.array(arrays_in[f"{case['name']}__{arg}"])
             originals[arg] = a.copy()
-            kwargs[arg] = DeviceArray(a, arg)
+            kwargs[arg] = DeviceNDArray(a, arg)
         for arg, (shape, dtype) in case["outputs"].items():
-            outs[arg] = DeviceArray(_garbage(tuple(shape), dtype), arg)
+            outs[arg] = DeviceNDArray(_garbage(tuple(shape), dtype), arg, garbage=True)
             kwargs[arg] = outs[arg]
         start = time.perf_counter()
         record_out: dict[str, Any] = {"case": case["name"]}
@@ -902,14 +1041,33 @@ def main() -> None:
         ]
         record_out["report"] = REPORT
         if "error" not in record_out:
-            np.savez(f"out{i}.npz", **{f"r{j}": outs[k]._a for j, k in enumerate(case["outputs"])})  # type: ignore[arg-type]
+            buf = io.BytesIO()
+            np.savez(buf, **{f"r{j}": outs[k]._a for j, k in enumerate(case["outputs"])})  # type: ignore[arg-type]
+            send(fd, b"A", buf.getvalue())
         emit(record_out)
 
 
+def main() -> int:
+    # The relay (the Python tasks' harness) is shipped beside this file; -I leaves this dir off sys.path.
+    sys.path.insert(0, os.getcwd())
+    from relay import run_relayed
+
+    sys.path.pop(0)
+    wait_for_go()
+    with open("spec.json") as fh:
+        spec = json.load(fh)
+    inputs = np.load("inputs.npz", allow_pickle=False)
+    # The candidate's code (and the instruments, which must share its process) run in a forked child whose
+    # results reach the grader only as frames on a pipe; this parent signs each record with the per-run key,
+    # which it reads and deletes before the child may start (see the relay's run_relayed).
+    return run_relayed(lambda fd: child(spec, inputs, fd))
+
+
 if __name__ == "__main__":
+    rc = 1
     try:
-        main()
+        rc = main()
     finally:
         sys.stdout.flush()
         sys.stderr.flush()
-        os._exit(0)
+        os._exit(rc)

@@ -29,7 +29,8 @@ def make_cases(rng: np.random.Generator) -> list[tuple[str, KCase, Checker]]:
         ("1 x 1", (1, 1)),
         ("smaller than one tile", (j(2, 8), j(2, 8))),
         ("sides not multiples of the tile", (j(33, 48), j(65, 80))),
-        ("square 64 x 64", (64, 64)),
+        ("multiples of 32", (32 * j(2, 4), 32 * j(2, 4))),
+        ("drawn sides", (j(64, 97), j(64, 97))),
     ]
     out: list[tuple[str, KCase, Checker]] = []
     for i, (label, (r, c)) in enumerate(specs):
@@ -53,26 +54,35 @@ def make_cases(rng: np.random.Generator) -> list[tuple[str, KCase, Checker]]:
 
 
 def coalescing_test(results: list[KResult]) -> TestResult:
-    big = results[-1]
-    name = f"coalesced global loads and stores (at most {MAX_SECTORS:g} 32-byte sectors per warp access)"
-    if big.error is not None:
-        return TestResult(name=name, passed=False, message=f"the case did not run: {big.error[:200]}")
-    msgs = []
-    for arr, kind in (("a", "load"), ("out", "store")):
-        req = big.num("arrays", arr, f"{kind}_requests")
-        sec = big.num("arrays", arr, f"{kind}_sectors")
-        if req == 0:
-            msgs.append(f"no {kind}s of `{arr}` were recorded")
-            continue
-        per = sec / req
-        if per > MAX_SECTORS:
-            worst = big.report.get("arrays", {}).get(arr, {}).get(f"worst_{kind}")
-            line = f" (worst at line {worst[1]})" if isinstance(worst, list) and len(worst) == 2 else ""
-            msgs.append(
-                f"{kind}s of `{arr}` touch {per:.1f} sectors per warp access{line}: consecutive threads "
-                f"(threadIdx.x) should {kind} consecutive addresses; go through a shared-memory tile"
+    """Every case of at least 32 per side (several drawn shapes): a kernel cannot coalesce only at one shape."""
+    name = f"coalesced global loads and stores (at most {MAX_SECTORS:g} 32-byte sectors per warp access, every case of 32+ per side)"
+    big = [r for r in results if min(r.case.inputs["a"].shape) >= 32]
+    if not big:
+        return TestResult(name=name, passed=False, message="no case large enough to measure")
+    for r in big:
+        shape = "x".join(str(v) for v in r.case.inputs["a"].shape)
+        if r.error is not None:
+            return TestResult(
+                name=name, passed=False, message=f"case {r.case.name} did not run: {r.error[:200]}"
             )
-    return TestResult(name=name, passed=not msgs, message="; ".join(msgs))
+        msgs = []
+        for arr, kind in (("a", "load"), ("out", "store")):
+            req = r.num("arrays", arr, f"{kind}_requests")
+            sec = r.num("arrays", arr, f"{kind}_sectors")
+            if req == 0:
+                msgs.append(f"no {kind}s of `{arr}` were recorded")
+                continue
+            per = sec / req
+            if per > MAX_SECTORS:
+                worst = r.arrays().get(arr, {}).get(f"worst_{kind}")
+                line = f" (worst at line {worst[1]})" if isinstance(worst, list) and len(worst) == 2 else ""
+                msgs.append(
+                    f"{kind}s of `{arr}` touch {per:.1f} sectors per warp access{line}: consecutive threads "
+                    f"(threadIdx.x) should {kind} consecutive addresses; go through a shared-memory tile"
+                )
+        if msgs:
+            return TestResult(name=name, passed=False, message=f"{shape} input: " + "; ".join(msgs))
+    return TestResult(name=name, passed=True)
 
 
 def bank_conflict_test(results: list[KResult]) -> TestResult:
@@ -99,5 +109,5 @@ def _extra(results: list[KResult]) -> list[TestResult]:
     return [shared_memory_test(results), coalescing_test(results), bank_conflict_test(results)]
 
 
-def grade(task: TaskInfo, code: str, sandbox: Sandbox) -> Verdict:
-    return grade_cases(task, code, sandbox, make_cases(np.random.default_rng()), _extra)
+def grade(task: TaskInfo, code: str, sandbox: Sandbox, seed: int | None = None) -> Verdict:
+    return grade_cases(task, code, sandbox, make_cases, _extra, seed)

@@ -17,6 +17,7 @@ import numpy as np
 
 from interviewer.checker import channel
 from interviewer.checker.models import TaskInfo, TestResult, Verdict
+from interviewer.checker.python_tasks import harness_box as policy
 from interviewer.checker.sandbox import Limits, RunResult, Sandbox
 
 HARNESS = Path(__file__).with_name("harness_box.py")
@@ -61,31 +62,10 @@ def syntax_error(code: str) -> str | None:
     return None
 
 
-_LOOP_NODES: dict[type, str] = {
-    ast.For: "for loop",
-    ast.AsyncFor: "async for loop",
-    ast.While: "while loop",
-    ast.ListComp: "list comprehension",
-    ast.SetComp: "set comprehension",
-    ast.DictComp: "dict comprehension",
-    ast.GeneratorExp: "generator expression",
-}
-_HIDDEN_LOOPS = {"vectorize", "frompyfunc", "apply_along_axis", "apply_over_axes", "map", "fromiter"}
-
-
 def find_loops(code: str) -> list[tuple[int, str]]:
-    """Python-level loops in ``code`` (statements, comprehensions, np.vectorize & co.), by line."""
-    found: list[tuple[int, str]] = []
-    for node in ast.walk(ast.parse(code)):
-        kind = _LOOP_NODES.get(type(node))
-        if kind and isinstance(node, (ast.stmt, ast.expr)):
-            found.append((node.lineno, kind))
-        elif isinstance(node, ast.Call):
-            f = node.func
-            name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
-            if name in _HIDDEN_LOOPS:
-                found.append((node.lineno, f"{name}() (a Python-level loop)"))
-    return sorted(found)
+    """Python-level loops in ``code`` (statements, comprehensions, np.vectorize & co. under any name,
+    recursion), by line. The same rule is applied at run time to code compiled then (see harness_box.py)."""
+    return policy.loop_problems(ast.parse(code))
 
 
 # What a NumPy-only task may import, and names that run or reach code the syntax tree cannot see.
@@ -97,12 +77,14 @@ _DYNAMIC_NAMES = {
 
 
 def numpy_only_problems(code: str) -> list[tuple[int, str]]:
-    """Ways ``code`` steps outside plain NumPy (other imports, dynamic code, private attributes), by line.
+    """Ways ``code`` steps outside plain NumPy (other imports, dynamic code, private attributes, names that
+    reach the interpreter's internals such as ``gc`` or a frame), by line.
 
     This is the first half of the rule; the harness enforces the rest at run time (see harness_box.py).
     """
     found: list[tuple[int, str]] = []
-    for node in ast.walk(ast.parse(code)):
+    tree = ast.parse(code)
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name.partition(".")[0] not in NUMPY_ONLY_IMPORTS:
@@ -113,9 +95,9 @@ def numpy_only_problems(code: str) -> list[tuple[int, str]]:
                 found.append((node.lineno, f"import from {mod or '.'!r} (only NumPy and math)"))
         elif isinstance(node, ast.Name) and node.id in _DYNAMIC_NAMES:
             found.append((node.lineno, f"use of {node.id}() (code the checker cannot read)"))
-        elif isinstance(node, ast.Attribute) and node.attr.startswith("_"):
-            found.append((node.lineno, f"private attribute .{node.attr}"))
-    return sorted(found)
+    seen = set(found)
+    found += [p for p in policy.internals_problems(tree) if p not in seen]
+    return sorted(set(found))
 
 
 def _npz_arrays(data: bytes) -> list[np.ndarray]:

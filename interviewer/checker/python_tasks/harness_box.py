@@ -38,8 +38,21 @@ MAX_FRAMES = 1000  # frames from the child in one run (a few per case)
 
 
 def _short_tb(exc: BaseException) -> str:
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename.endswith("solution.py")]
-    where = f" (solution.py line {frames[-1].lineno})" if frames else ""
+    """The exception and its last line in solution.py, printed by the interpreter's C code: reading
+    ``tb_frame`` from Python is refused under the NumPy-only policy (frames lead to the hook's state)."""
+    buf = io.StringIO()
+    old = sys.stderr
+    sys.stderr = buf
+    try:
+        sys.__excepthook__(type(exc), exc, exc.__traceback__)
+    finally:
+        sys.stderr = old
+    lines = buf.getvalue().splitlines()
+    spots = [ln for ln in lines if ln.strip().startswith("File ") and "solution.py" in ln]
+    where = ""
+    if spots:
+        line_no = spots[-1].split(", line ")[-1].split(",")[0]
+        where = f" (solution.py line {line_no})"
     text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
     return text[:800] + where
 
@@ -101,30 +114,133 @@ def _send(fd: int, kind: bytes, payload: bytes) -> None:
 
 send = _send  # for the training harness, which imports this file as ``relay``
 
-_LOOPS = (ast.For, ast.AsyncFor, ast.While, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
-_HIDDEN = {"vectorize", "frompyfunc", "apply_along_axis", "apply_over_axes", "map", "fromiter"}
+# ------------------------------------------------------------------ the NumPy-only rule on a syntax tree
+# Shared by the grader (common.py, on the submission) and the run-time hook below (on every string compiled
+# at run time), so code that reaches exec() some other way meets the same rule.
+LOOP_NODES: dict[type, str] = {
+    ast.For: "for loop",
+    ast.AsyncFor: "async for loop",
+    ast.While: "while loop",
+    ast.ListComp: "list comprehension",
+    ast.SetComp: "set comprehension",
+    ast.DictComp: "dict comprehension",
+    ast.GeneratorExp: "generator expression",
+}
+# Calling Python once per element: any reference counts (an alias, an import under another name, a default
+# argument), not only a call spelled with this name.
+HIDDEN_LOOPS = frozenset({"vectorize", "frompyfunc", "apply_along_axis", "apply_over_axes", "fromiter"})
+LOOPING_BUILTINS = frozenset({"map", "filter"})  # as bare names: `.map` of some object is not the builtin
+KEY_CALLBACKS = frozenset({"sorted", "min", "max", "sort"})  # with key=: one Python call per element
+# Names that reach the interpreter's internals (the object graph, frames, closures, other modules), through
+# which code can find and change the run-time hook's state, or run code the syntax tree does not show.
+INTERNALS = frozenset({
+    "gc", "sys", "builtins", "modules", "importlib", "import_module", "threading", "inspect", "ctypes",
+    "get_objects", "get_referrers", "get_referents", "exc_info", "last_traceback",
+    "tb_frame", "tb_next", "f_back", "f_locals", "f_globals", "f_builtins", "f_code", "gi_frame", "gi_code",
+    "cr_frame", "ag_frame", "cell_contents", "co_code", "co_consts", "exec", "eval", "compile",
+    "addaudithook", "audit", "setprofile", "getprofile", "settrace", "system", "popen", "spawn", "fork",
+    # Modules NumPy's own modules hold as globals, and string-keyed attribute access (attrgetter & co.),
+    # which would reach everything above by a name the tree never shows.
+    "os", "operator", "attrgetter", "methodcaller", "functools", "itertools", "pickle", "types", "weakref",
+    "warnings", "contextlib",
+})  # fmt: skip
 
 
-def _loop_in(tree: ast.AST) -> str | None:
+def _name_of(node: ast.AST) -> str:
+    return node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
+
+
+def recursion_in(tree: ast.AST) -> list[tuple[int, str]]:
+    """Functions that can reach themselves by name (directly or through others): a loop spelled as calls.
+
+    Conservative: a function that merely mentions itself or a function that mentions it counts.
+    """
+    funcs: dict[str, list[ast.AST]] = {}
     for node in ast.walk(tree):
-        if isinstance(node, _LOOPS):
-            return type(node).__name__
-        if isinstance(node, ast.Call):
-            f = node.func
-            name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
-            if name in _HIDDEN:
-                return f"{name}()"
-    return None
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            funcs.setdefault(node.name, []).append(node)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.NamedExpr)) and isinstance(
+            node.value, ast.Lambda
+        ):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
+                if isinstance(t, ast.Name):
+                    funcs.setdefault(t.id, []).append(node.value)
+    edges = {
+        name: {_name_of(n) for body in nodes for n in ast.walk(body) if _name_of(n) in funcs}
+        for name, nodes in funcs.items()
+    }
+    found = []
+    for name in funcs:
+        seen: set[str] = set()
+        stack = list(edges[name])
+        while stack:
+            cur = stack.pop()
+            if cur == name:
+                line = min(getattr(n, "lineno", 0) for n in funcs[name])
+                found.append((line, f"recursion: {name}() can call itself (a Python-level loop)"))
+                break
+            if cur not in seen:
+                seen.add(cur)
+                stack.extend(edges[cur])
+    return found
+
+
+def loop_problems(tree: ast.AST) -> list[tuple[int, str]]:
+    """Python-level loops: statements, comprehensions, np.vectorize & co. however named, recursion."""
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        line = getattr(node, "lineno", 0)
+        kind = LOOP_NODES.get(type(node))
+        if kind:
+            found.append((line, kind))
+        elif isinstance(node, (ast.Name, ast.Attribute)) and _name_of(node) in HIDDEN_LOOPS:
+            found.append((line, f"{_name_of(node)} (a Python-level loop)"))
+        elif isinstance(node, ast.Name) and node.id in LOOPING_BUILTINS:
+            found.append((line, f"{node.id}() (a Python-level loop)"))
+        elif isinstance(node, ast.alias) and node.name.rpartition(".")[2] in HIDDEN_LOOPS:
+            found.append((line, f"import of {node.name} (a Python-level loop)"))
+        elif isinstance(node, ast.Call):
+            name = _name_of(node.func)
+            if name in KEY_CALLBACKS and any(k.arg == "key" for k in node.keywords):
+                found.append((line, f"{name}(key=...) (a Python call per element)"))
+            elif name == "iter" and len(node.args) == 2:
+                found.append((line, "iter(callable, sentinel) (a Python-level loop)"))
+    return sorted(found + recursion_in(tree))
+
+
+def internals_problems(tree: ast.AST) -> list[tuple[int, str]]:
+    """References to the interpreter's internals and private attributes (see INTERNALS)."""
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        name = _name_of(node)
+        if name in INTERNALS:
+            found.append(
+                (getattr(node, "lineno", 0), f"use of {name!r} (reaches the interpreter's internals)")
+            )
+        elif isinstance(node, ast.Attribute) and name.startswith("_"):
+            found.append((node.lineno, f"private attribute .{name}"))
+    return sorted(found)
 
 
 def _install_numpy_policy(fd: int) -> None:
     """The NumPy-only rule at run time: refuse (and report) what the syntax-tree check cannot see.
 
-    Code with loops compiled at run time, code loaded with marshal except a .pyc of the Python installation
-    the import system has just opened, new code objects, ctypes and new processes are refused and reported
-    on the pipe (so catching the error does not hide it); imports beyond NumPy and the standard library are
-    refused with an ImportError (library code probes optional modules inside try/except).
+    Refused and reported on the pipe (so catching the error does not hide it): code compiled at run time
+    that breaks the syntax-tree rule (loops, np.vectorize however named, recursion, the interpreter's
+    internals), a function of the solution entered again while it is still running (recursion however it
+    was arranged), code loaded with marshal except a .pyc of the Python installation the import system has
+    just opened, new code objects, ctypes, new processes, and every way to reach the object graph or a
+    frame (``gc.get_objects``/``get_referrers``, ``tb_frame``, ``gi_frame``..., and ``sys._getframe`` called
+    from code that is not library code), through which code could find this hook's state. Imports beyond NumPy and the standard library are refused with
+    an ImportError (library code probes optional modules inside try/except).
+
+    The hook keeps no "busy" flag that code could set to switch it off: the only event it lets through
+    unchecked is the compile of its own parse, recognised by a file name drawn here and held only in this
+    closure, which nothing can reach once the object graph and frames are refused.
     """
+    import threading
+
     # Loaded now: importing them lazily later would go through marshal.
     for name in ("numpy.lib.stride_tricks", "numpy.linalg", "numpy.fft"):
         importlib.import_module(name)
@@ -134,11 +250,19 @@ def _install_numpy_policy(fd: int) -> None:
         for p in {sys.prefix, sys.base_prefix, os.path.dirname(os.path.dirname(np.__file__))}
     )
     pipe_id = (os.fstat(fd).st_dev, os.fstat(fd).st_ino)
-    allowed_top = set(sys.stdlib_module_names) | {"numpy", "solution"}
+    allowed_top = frozenset(sys.stdlib_module_names) | {"numpy", "solution"}
     denied_events = ("os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork", "os.forkpty",
                      "subprocess.Popen", "pty.spawn", "code.__new__", "ctypes.", "sys.setprofile",
-                     "sys.settrace", "cpython.run_", "sys.remote_exec")  # fmt: skip
-    state: dict[str, Any] = {"busy": False, "pyc": None}
+                     "sys.settrace", "cpython.run_", "sys.remote_exec", "gc.get_objects", "gc.get_referrers",
+                     "gc.get_referents", "sys._current_frames", "sys._current_exceptions",
+                     "function.__new__")  # fmt: skip
+    # Library code asks for its caller's frame (typing, enum, namedtuple at import time); code that is not
+    # library code may not (a frame leads up the stack, into this hook when it runs code of the solution).
+    frame_getters = (sys._getframe,)
+    frame_attrs = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame"})
+    own_parse = f"<policy-{os.urandom(16).hex()}>"
+    pyc_opened: list[str] = []
+    library = (*trusted, "<frozen ")  # code of the installation (the import system included) may recurse
 
     def refuse(why: str) -> None:
         msg = f"numpy-conv2d runs NumPy code only: {why}"
@@ -169,47 +293,82 @@ def _install_numpy_policy(fd: int) -> None:
         return real.startswith(trusted)
 
     def hook(event: str, args: tuple[Any, ...]) -> None:
-        if state["busy"]:
-            return
-        state["busy"] = True
-        try:
-            if event == "compile":
-                src = args[0]
-                if not isinstance(src, (str, bytes)):
-                    refuse("compiling a syntax tree or code object at run time is not allowed")
-                try:
-                    tree = ast.parse(src)
-                except (SyntaxError, ValueError):
-                    return  # compile() itself will raise
-                loop = _loop_in(tree)
-                if loop:
-                    refuse(f"code compiled at run time (exec/eval/compile) contains a loop ({loop})")
-            elif event == "import":
-                top = str(args[0]).partition(".")[0]
-                if top not in allowed_top and not in_stdlib(top):
-                    # Refused, not reported: library code tries optional imports inside try/except.
-                    raise ImportError(
-                        f"numpy-conv2d runs NumPy code only: importing {args[0]!r} is not allowed"
-                    )
-            elif event == "open":
-                path = args[0]
-                if isinstance(path, (str, bytes)) and os.fsdecode(path).endswith(".pyc"):
-                    state["pyc"] = os.fsdecode(path) if is_trusted(path) else None
-            elif event in ("marshal.loads", "marshal.load"):
-                # Only the import system loading a trusted .pyc it has just opened: the bytes must match.
-                pyc, state["pyc"] = state["pyc"], None
-                data = bytes(args[0]) if event == "marshal.loads" else b""
-                ok = False
-                if pyc:
-                    with open(pyc, "rb") as fh:
-                        ok = fh.read()[16:] == data
-                if not ok:
-                    refuse("loading code with marshal is not allowed")
-            elif event.startswith(denied_events):
-                refuse(f"{event} is not allowed")
-        finally:
-            state["busy"] = False
+        if event == "compile":
+            src, filename = args[0], args[1]
+            # Only exact str/bytes, compared or decoded: a method of an object of the solution (__eq__,
+            # __fspath__, __str__) called from here would run its code inside this hook, and could answer
+            # "equal" to skip the check.
+            if type(filename) is str and filename == own_parse:
+                return
+            name = (
+                filename
+                if type(filename) is str
+                else filename.decode("utf-8", "replace")
+                if type(filename) is bytes
+                else ""
+            )
+            if name.startswith(library):
+                refuse(f"compiling code under a library's file name ({name[:200]}) is not allowed")
+            if type(src) not in (str, bytes):
+                refuse("compiling a syntax tree or code object at run time is not allowed")
+            try:
+                tree = ast.parse(src, filename=own_parse)
+            except (SyntaxError, ValueError):
+                return  # compile() itself will raise
+            problems = loop_problems(tree) + internals_problems(tree)
+            if problems:
+                refuse(f"code compiled at run time (exec/eval/compile) breaks the rule: {problems[0][1]}")
+        elif event == "import":
+            if type(args[0]) is not str:
+                raise ImportError("numpy-conv2d runs NumPy code only: a module name must be a plain str")
+            top = args[0].partition(".")[0]
+            if top not in allowed_top and not in_stdlib(top):
+                # Refused, not reported: library code tries optional imports inside try/except.
+                raise ImportError(f"numpy-conv2d runs NumPy code only: importing {args[0]!r} is not allowed")
+        elif event == "object.__getattr__":
+            if len(args) > 1 and args[1] in frame_attrs:
+                refuse(f"reading .{args[1]} (a frame) is not allowed")
+        elif event == "open":
+            path = args[0]
+            if type(path) in (str, bytes) and os.fsdecode(path).endswith(".pyc"):
+                pyc_opened[:] = [os.fsdecode(path)] if is_trusted(path) else []
+        elif event in ("marshal.loads", "marshal.load"):
+            # Only the import system loading a trusted .pyc it has just opened: the bytes must match.
+            pyc = pyc_opened.pop() if pyc_opened else None
+            data = bytes(args[0]) if event == "marshal.loads" else b""
+            ok = False
+            if pyc:
+                with open(pyc, "rb") as fh:
+                    ok = fh.read()[16:] == data
+                pyc_opened.clear()
+            if not ok:
+                refuse("loading code with marshal is not allowed")
+        elif event.startswith(denied_events):
+            refuse(f"{event} is not allowed")
 
+    def on_call(frame: Any, event: str, arg: Any) -> None:
+        # Recursion however arranged (a function passed itself, a lambda in a list...): a function that is
+        # not library code entered again while it is still on the stack.
+        if event == "c_call":
+            if arg in frame_getters and not str(frame.f_code.co_filename).startswith(library):
+                refuse("sys._getframe is not allowed (a frame reaches the checker's own state)")
+            return
+        if event != "call":
+            return
+        code = frame.f_code
+        if str(code.co_filename).startswith(library):
+            return
+        f = frame.f_back
+        while f is not None:
+            if f.f_code is code:
+                refuse(
+                    f"recursion: {code.co_name}() was called again while it was running (a Python-level loop)"
+                )
+            f = f.f_back
+
+    # Profiling first: once the hook is in, sys.setprofile is refused (to the solution as to anyone).
+    threading.setprofile(on_call)
+    sys.setprofile(on_call)
     sys.addaudithook(hook)
 
 
