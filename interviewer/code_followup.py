@@ -51,7 +51,7 @@ class ChatStream(Protocol):
 _CHECK_TESTS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"^no python loops", re.I), "loops"),
     (re.compile(r"^numpy only", re.I), "not-numpy-only"),
-    (re.compile(r"^no data races|^threadsanitizer", re.I), "races"),
+    (re.compile(r"^no data races|threadsanitizer", re.I), "races"),
     (re.compile(r"^every thread of a block reaches", re.I), "barrier"),
     (re.compile(r"^no reads of uninitiali[sz]ed", re.I), "uninitialised"),
     (re.compile(r"^inputs are left unchanged", re.I), "mutates-inputs"),
