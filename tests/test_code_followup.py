@@ -126,7 +126,6 @@ def test_the_prompt_holds_the_code_and_the_public_summary_never_the_failure_mess
     (prompt,) = fake.model.calls
     text = str(prompt[-1].content)
     assert "first list empty" in text and "1 of 2 hidden tests passed" in text
-    assert "expected" not in verdict.tests[1].message.split("expected")[0]  # the message is the hidden part
     assert verdict.tests[1].message not in text and "got [9, 4]" not in text
     first_code_line = next(ln for ln in code.splitlines() if ln.strip())
     assert first_code_line.replace("<", "‹").replace(">", "›") in text
