@@ -1,4 +1,4 @@
-"""Spoken answers as a stream (#13): transcribe while the candidate speaks, and speak the follow-up as it comes.
+"""Spoken answers as a stream: transcribe while the candidate speaks, and speak the follow-up as it comes.
 
 Listening, per answer (:class:`SpokenAnswer`):
 
@@ -149,7 +149,7 @@ class TurnConfig:
     # (on the test answers greedy and beam 5 differ by about half a point of WER).
     beam_size: int = 1
     # faster-whisper's own VAD pass over each phrase: off, since silero already cut the phrase out of the
-    # stream (the same WER on the benchmark's phrases, ~7% less decode time: BENCHMARKS.md, #13).
+    # stream (the same WER on the benchmark's phrases, ~7% less decode time: BENCHMARKS.md).
     whisper_vad: bool = False
 
     def __post_init__(self) -> None:
