@@ -9,7 +9,7 @@ pressing "Run tests" again). CPU is the user+system time of the sandboxed childr
 measured by running the same checks once more through the sandbox's weak mode (same commands, run as
 direct children so their CPU time is accounted; the strict box's pid namespace hides it). Unlike wall time,
 CPU time hardly grows when other work loads the machine; the load average is printed.
-Target from issue 4: C++ under 1.5 s.
+Target: C++ under 1.5 s.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Privacy and input checks (#15): every case tried against the real modules, and whether it was blocked.
+"""Privacy and input checks: every case tried against the real modules, and whether it was blocked.
 
 - privacy: forged, mistyped and overlong owners, the settings panel aimed at private/link-local ranges, admin
   actions without the token or through a proxy, a share link without a login, a second process writing a

@@ -1,4 +1,4 @@
-"""Time from Send to the first follow-up token, with and without prefill while typing (#13).
+"""Time from Send to the first follow-up token, with and without prefill while typing.
 
 Run: ``.venv/bin/python benchmarks/bench_prefill.py [--model qwen2.5-coder-1.5b] [--reps 3] [--sessions 1 2 4]``
 (or ``--base-url http://127.0.0.1:8000/v1`` for a server you started; prefill is only sent to loopback servers).
@@ -7,7 +7,7 @@ For answers of about 30, 150 and 300 tokens, typed at a human pace (the page sen
 few words; a typist is far slower than the server reads, so the benchmark lets each prefill finish before the
 next words arrive), it measures the engine's own time to the first streamed follow-up token after Send:
 
-- ``prefetch only``: what the app did before #13 (the prompt up to the answer is cached at question time);
+- ``prefetch only``: no prefill while typing (only the prompt up to the answer is cached, at question time);
 - ``prefill``: the prompt with the answer so far, up to its last word, is cached while typing;
 - ``bare tail``: the bare server, prompt cached up to the same point, streaming the final prompt: the floor.
 
@@ -16,8 +16,8 @@ Prints a table; run on an idle machine for figures, and state `uptime` beside th
 
 ``--deepen``: answers that already cover the first why's target, so the listener skips to the second (a
 "deepen", whose prompt names level 2 before the answer). Times Send -> the model's first token (past the fixed
-acknowledgement) when prefill guesses the next level (``guess``: as before the reading at sentence ends) and when
-it reads the answer at its sentence ends (``read``), with the bare server reading the same tail as the latter.
+acknowledgement) when prefill guesses the next level without reading the answer (``guess``) and when it reads
+the answer at its sentence ends (``read``), with the bare server reading the same tail as the latter.
 """
 
 from __future__ import annotations

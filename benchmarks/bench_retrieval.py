@@ -13,13 +13,12 @@ and without it (plain nearest chunks).
 - latency:  per query, median and p95, end to end (embed + search) and search only (precomputed vector)
 
 With ``--realistic`` it also reads benchmarks/data/realistic_questions.yaml: questions as candidates report
-them, written from the issue's themes (not the bank's wording), each with term groups a useful passage must
-mention; recall@5 is the share of those questions with such a passage in the top 5 (knowledge and rubric
-chunks, no filter), each miss with its cause (no passage in the corpus mentions the concept, or one does and
-ranks lower), per configuration: dense only (the old default with 2 chunks per file, and uncapped),
-hybrid BM25 + dense by rank fusion, hybrid with the reranker but without the soft per-file penalty, and the
-shipped default (reranker and penalty). The rerank weight was
-tuned on the bank's own questions (the first table), never on this set.
+them, in their words rather than the bank's, each with term groups a useful passage must mention; recall@5 is
+the share of those questions with such a passage in the top 5 (knowledge and rubric chunks, no filter), each
+miss with its cause (no passage in the corpus mentions the concept, or one does and ranks lower), per
+configuration: dense only (the old default with 2 chunks per file, and uncapped), hybrid BM25 + dense by rank
+fusion, hybrid with the reranker but without the soft per-file penalty, and the shipped default (reranker and
+penalty). The rerank weight was tuned on the bank's own questions (the first table), never on this set.
 
 With ``--candidates`` it reads benchmarks/data/candidate_questions.yaml: candidate-reported questions, each with
 the knowledge documents that teach it, in a dev half and a held-out half. Each is queried the way the app

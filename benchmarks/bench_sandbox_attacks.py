@@ -1,4 +1,4 @@
-"""The sandbox attack suite (#15): every hostile submission in tests/checker/test_attacks.py, tried for real.
+"""The sandbox attack suite: every hostile submission in tests/checker/test_attacks.py, tried for real.
 
 Each test item is one attack (or one family run on several tasks) against the real strict sandbox and the
 real graders; "blocked" means the test passed: the attack failed with the expected clear verdict and the host

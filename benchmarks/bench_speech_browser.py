@@ -1,4 +1,4 @@
-"""The live microphone in a real browser (#13): how much of a spoken answer reaches the server, and what is sent.
+"""The live microphone in a real browser: how much of a spoken answer reaches the server, and what is sent.
 
 Run: ``.venv/bin/python benchmarks/bench_speech_browser.py [--stream-seconds 30]``
 

@@ -1,4 +1,4 @@
-"""Spoken answers stream (#13): streamed Whisper and VAD cost, and end of speech to the interviewer's voice.
+"""Spoken answers stream: streamed Whisper and VAD cost, and end of speech to the interviewer's voice.
 
 Run: ``.venv/bin/python benchmarks/bench_speech_stream.py [--model qwen2.5-coder-1.5b|smollm2-135m] [--reps 5]``
 (or ``--base-url http://127.0.0.1:8000/v1`` for a model server you started on this machine).
@@ -14,7 +14,7 @@ Measured per rep:
   silence, plus chunking and transcribing the last phrase);
 - ``first text``: end of turn -> the follow-up's first streamed text (submit + the server reading the tail);
 - ``first audio``: the last sample of speech -> the first WAV of the interviewer's voice (its first clause or
-  sentence synthesized by piper): the figure the issue targets (median <= 1.5 s);
+  sentence synthesized by piper), against a target of a median <= 1.5 s;
 - Whisper's real-time factor on the streamed phrases and the VAD's cost per second of audio.
 """
 
@@ -71,7 +71,7 @@ POOL = [
     "Prefill is compute bound because every prompt token is processed at once, unlike decode.",
 ]
 # Questions the pool's sentences answer (in part): the turns get the model-written why-follow-ups the target is
-# about. ``--drawn`` draws a question per rep instead, as before (most such answers were redirected as off-topic).
+# about. ``--drawn`` draws a question per rep instead (most such answers are then redirected as off-topic).
 ON_TOPIC = [
     "inference.batching.throughput-vs-latency",
     "inference.batching.decode-bandwidth-bound",
@@ -357,9 +357,7 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--seconds", type=float, default=30.0, help="length of each spoken answer")
     ap.add_argument("--end-of-turn-ms", type=int, default=700)
-    ap.add_argument(
-        "--no-cache", action="store_true", help="synthesize the fixed leads on demand (as before)"
-    )
+    ap.add_argument("--no-cache", action="store_true", help="synthesize the fixed leads on demand")
     ap.add_argument(
         "--no-speculate", action="store_true", help="read ahead only; do not start the follow-up at pauses"
     )
@@ -371,7 +369,9 @@ def main() -> int:
         help="draw an inference question per rep (seeded) instead of one the spoken answer is about",
     )
     ap.add_argument(
-        "--before", action="store_true", help="all three of the above: the path before #13's tuning"
+        "--before",
+        action="store_true",
+        help="the untuned path: --no-cache, --no-speculate, --no-read-ahead and --whisper-vad together",
     )
     ap.add_argument(
         "--compare-whisper",

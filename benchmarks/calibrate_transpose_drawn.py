@@ -1,4 +1,4 @@
-"""Speedups on the timed shapes drawn per run (#15): reference and naive starter through the real grader.
+"""Speedups on the timed shapes drawn per run: reference and naive starter through the real grader.
 
 Run: PYTHONPATH=. .venv/bin/python benchmarks/calibrate_transpose_drawn.py [seeds]   (default 8)
 

@@ -1,4 +1,4 @@
-"""Spoken answers as a stream (#13): transcribe while the candidate speaks, and speak the follow-up as it comes.
+"""Spoken answers as a stream: transcribe while the candidate speaks, and speak the follow-up as it comes.
 
 Listening, per answer (:class:`SpokenAnswer`):
 
@@ -149,7 +149,7 @@ class TurnConfig:
     # (on the test answers greedy and beam 5 differ by about half a point of WER).
     beam_size: int = 1
     # faster-whisper's own VAD pass over each phrase: off, since silero already cut the phrase out of the
-    # stream (the same WER on the benchmark's phrases, ~7% less decode time: BENCHMARKS.md, #13).
+    # stream (the same WER on the benchmark's phrases, ~7% less decode time: BENCHMARKS.md).
     whisper_vad: bool = False
 
     def __post_init__(self) -> None:
@@ -742,6 +742,112 @@ class VoiceCache:
             return self._ready.get(" ".join(text.split()))
 
 
+class _PieceVoicer:
+    """A reply's pieces voiced in order on one worker thread: :meth:`put` hands a piece out, :meth:`ready`
+    takes the WAVs back in the same order."""
+
+    def __init__(
+        self,
+        tts: TextToSpeech,
+        out_dir: Path,
+        stop: threading.Event,
+        *,
+        cache: VoiceCache | None,
+        on_error: Callable[[Exception], None] | None,
+    ) -> None:
+        self._tts = tts
+        self._out_dir = out_dir
+        self._stop = stop
+        self._cache = cache
+        self._on_error = on_error
+        self._todo: queue.Queue[tuple[int, str] | None] = queue.Queue()
+        self._done: queue.Queue[Path | Exception | None] = queue.Queue()
+        self._count = 0
+        # Pieces handed out (to the worker, or cached) whose WAV the reader has not taken yet.
+        self.pending = 0
+        self._failed = False
+        self._worker = threading.Thread(target=self._work, name="voice", daemon=True)
+
+    def start(self) -> None:
+        self._worker.start()
+
+    def close(self) -> None:
+        """No more pieces: the worker ends once it has answered the ones it holds."""
+        self._todo.put(None)
+
+    def put(self, piece: str) -> None:
+        n, self._count = self._count, self._count + 1
+        self.pending += 1
+        # A cached piece with nothing ahead of it need not wait its turn on the worker.
+        wav = self._cached(piece, n) if self.pending == 1 else None
+        if wav is not None:
+            self._done.put(wav)
+        else:
+            self._todo.put((n, piece))
+
+    def ready(self, block: bool) -> Path | None:
+        """The next piece's WAV, skipping the failed and the dropped; None if none is (yet) to be had."""
+        while self.pending:
+            try:
+                got = self._done.get(block=block)
+            except queue.Empty:
+                return None
+            self.pending -= 1
+            if isinstance(got, Exception):
+                if not self._failed:
+                    log.warning("the interviewer's voice failed: %s", got)
+                    if self._on_error is not None:
+                        self._on_error(got)
+                self._failed = True
+                continue
+            if got is not None and not self._stop.is_set():
+                return got
+        return None
+
+    def _cached(self, piece: str, n: int) -> Path | None:
+        wav = self._cache.get(piece) if self._cache is not None else None
+        if wav is None:
+            return None
+        out = self._out_dir / f"piece-{n:03d}.wav"
+        try:
+            shutil.copyfile(wav, out)
+        except OSError as e:
+            log.info("cached voice %s unusable: %s", wav, e)
+            return None
+        return out
+
+    def _work(self) -> None:
+        while (item := self._todo.get()) is not None:
+            n, piece = item
+            if self._stop.is_set():
+                self._done.put(None)  # one answer per piece, so the reader never waits for a dropped one
+                continue
+            try:
+                self._done.put(
+                    self._cached(piece, n)
+                    or self._tts.synthesize(piece, self._out_dir / f"piece-{n:03d}.wav")
+                )
+            except (SpeechError, InputError) as e:
+                self._done.put(e)
+
+
+def _put_vetted(
+    splitter: SentenceSplitter,
+    text: str,
+    voicer: _PieceVoicer,
+    vet: Callable[[str], bool] | None,
+    cache: VoiceCache | None,
+) -> bool:
+    """Hand out the pieces ``text`` completes, up to the first one ``vet`` refuses; True if one was refused
+    (the splitter is rewound to it, so the finished reply's feed hands it out again)."""
+    for piece, start in zip(splitter.feed(text), splitter.starts, strict=True):
+        if vet is not None and (cache is None or cache.get(piece) is None) and not vet(piece):
+            splitter.rewind(start)
+            return True
+        voicer.put(piece)
+    return False
+
+
 def voice_pieces(
     replies: Iterable[str],
     tts: TextToSpeech,
@@ -773,89 +879,25 @@ def voice_pieces(
     if splitter is None:
         splitter = SentenceSplitter(leads=cache.phrases if cache is not None else ())
     out_dir.mkdir(parents=True, exist_ok=True)
-    todo: queue.Queue[tuple[int, str] | None] = queue.Queue()
-    done: queue.Queue[Path | Exception | None] = queue.Queue()
-    count = 0
-    pending = 0  # pieces handed out (to the worker, or cached) whose WAV the reader has not taken yet
-
-    def cached(piece: str, n: int) -> Path | None:
-        wav = cache.get(piece) if cache is not None else None
-        if wav is None:
-            return None
-        out = out_dir / f"piece-{n:03d}.wav"
-        try:
-            shutil.copyfile(wav, out)
-        except OSError as e:
-            log.info("cached voice %s unusable: %s", wav, e)
-            return None
-        return out
-
-    def work() -> None:
-        while (item := todo.get()) is not None:
-            n, piece = item
-            if stop.is_set():
-                done.put(None)  # one answer per piece, so the reader never waits for a dropped one
-                continue
-            try:
-                done.put(cached(piece, n) or tts.synthesize(piece, out_dir / f"piece-{n:03d}.wav"))
-            except (SpeechError, InputError) as e:
-                done.put(e)
-
-    def put(piece: str) -> None:
-        nonlocal pending, count
-        n, count = count, count + 1
-        pending += 1
-        wav = cached(piece, n) if pending == 1 else None  # nothing ahead of it: no need to keep the order
-        if wav is not None:
-            done.put(wav)
-        else:
-            todo.put((n, piece))
-
-    worker = threading.Thread(target=work, name="voice", daemon=True)
-    worker.start()
+    voicer = _PieceVoicer(tts, out_dir, stop, cache=cache, on_error=on_error)
+    voicer.start()
     text = ""
-    failed = False
-
-    def ready(block: bool) -> Path | None:
-        nonlocal pending, failed
-        while pending:
-            try:
-                got = done.get(block=block)
-            except queue.Empty:
-                return None
-            pending -= 1
-            if isinstance(got, Exception):
-                if not failed:
-                    log.warning("the interviewer's voice failed: %s", got)
-                    if on_error is not None:
-                        on_error(got)
-                failed = True
-                continue
-            if got is not None and not stop.is_set():
-                return got
-        return None
-
     held = False  # a piece ``vet`` refused: nothing from it on is spoken until the reply is complete
     try:
         for text in replies:
             if not stop.is_set() and not held:
-                for piece, start in zip(splitter.feed(text), splitter.starts, strict=True):
-                    if vet is not None and (cache is None or cache.get(piece) is None) and not vet(piece):
-                        splitter.rewind(start)
-                        held = True
-                        break
-                    put(piece)
-            yield text, ready(block=False)
+                held = _put_vetted(splitter, text, voicer, vet, cache)
+            yield text, voicer.ready(block=False)
         if not stop.is_set():
             # The finished reply from where speaking stopped (the splitter's rewrite rule applies when the
             # engine replaced the text); without a refusal the last feed already took it all.
             for piece in [*splitter.feed(text), *splitter.flush()] if held else splitter.flush():
-                put(piece)
-        todo.put(None)
-        while pending and not stop.is_set():
-            wav = ready(block=True)
+                voicer.put(piece)
+        voicer.close()
+        while voicer.pending and not stop.is_set():
+            wav = voicer.ready(block=True)
             if wav is not None:
                 yield text, wav
     finally:
         stop.set()  # abandoned or interrupted: the worker drops what is left
-        todo.put(None)
+        voicer.close()

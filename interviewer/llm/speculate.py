@@ -1,4 +1,4 @@
-"""Speculative follow-ups (#13): start the interviewer's reply at a pause, before the turn is known to end.
+"""Speculative follow-ups: start the interviewer's reply at a pause, before the turn is known to end.
 
 A spoken answer's last phrase is transcribed at its pause (250 ms of silence), so the transcript is usually
 final some 450 ms before the end of the turn is detected (700 ms of silence). At each pause the engine builds

@@ -125,92 +125,100 @@ class StandinServer:
             del self.stats.slots[: -self._keep]
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
-        server = self
+        return type("Handler", (_Handler,), {"standin": self})
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
 
-            def log_message(self, format: str, *args: Any) -> None:
-                pass  # quiet: load runs make thousands of requests
+class _Handler(BaseHTTPRequestHandler):
+    """One request to a :class:`StandinServer`; each server subclasses it with ``standin`` set to itself."""
 
-            def _json(self, code: int, body: dict[str, Any]) -> None:
-                data = json.dumps(body).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+    protocol_version = "HTTP/1.1"
+    standin: StandinServer
 
-            def do_GET(self) -> None:
-                if self.path.rstrip("/") in {"/v1/models", "/models"}:
-                    self._json(200, {"object": "list", "data": [{"id": MODEL_ID, "object": "model"}]})
-                else:
-                    self._json(404, {"error": {"message": f"no route {self.path}"}})
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # quiet: load runs make thousands of requests
 
-            def do_POST(self) -> None:
-                received = time.perf_counter()
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
-                if not self.path.rstrip("/").endswith("/chat/completions"):
-                    self._json(404, {"error": {"message": f"no route {self.path}"}})
+    def do_GET(self) -> None:
+        if self.path.rstrip("/") in {"/v1/models", "/models"}:
+            self._json(200, {"object": "list", "data": [{"id": MODEL_ID, "object": "model"}]})
+        else:
+            self._json(404, {"error": {"message": f"no route {self.path}"}})
+
+    def do_POST(self) -> None:
+        received = time.perf_counter()
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+        if not self.path.rstrip("/").endswith("/chat/completions"):
+            self._json(404, {"error": {"message": f"no route {self.path}"}})
+            return
+        server = self.standin
+        b = server.behaviour
+        fault = server._take_fault()
+        messages = list(body.get("messages") or [])
+        slot = body.get("id_slot")
+        server._record(messages, slot if isinstance(slot, int) else None)
+        if fault == "fail":
+            self._json(500, {"error": {"message": "stand-in server told to fail", "type": "server"}})
+            return
+        if fault == "hang":
+            time.sleep(b.hang_seconds)
+        text = b.reply(messages)
+        if not body.get("stream"):
+            time.sleep(b.first_token_delay)
+            self._json(200, _completion(text, body.get("model", MODEL_ID)))
+            return
+        self._stream(text, body.get("model", MODEL_ID), b, fault, received)
+
+    def _stream(self, text: str, model: str, b: Behaviour, fault: Fault, received: float) -> None:
+        """Send ``text`` as server-sent events, a word at a time, with ``b``'s delays and ``fault``."""
+        server = self.standin
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        # Chunked, as real servers stream: a connection closed before the last chunk is then an
+        # error the client sees, not a normal end of the body.
+        self.send_header("Transfer-Encoding", "chunked")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        pieces = re.findall(r"\S+\s*", text) or [""]
+        try:
+            if b.first_token_delay:
+                time.sleep(b.first_token_delay)
+            for i, piece in enumerate(pieces):
+                if fault == "drop" and i >= b.drop_after:
+                    self.connection.shutdown(socket.SHUT_RDWR)  # mid-stream, no [DONE]
                     return
-                b = server.behaviour
-                fault = server._take_fault()
-                messages = list(body.get("messages") or [])
-                slot = body.get("id_slot")
-                server._record(messages, slot if isinstance(slot, int) else None)
-                if fault == "fail":
-                    self._json(500, {"error": {"message": "stand-in server told to fail", "type": "server"}})
-                    return
-                if fault == "hang":
-                    time.sleep(b.hang_seconds)
-                text = b.reply(messages)
-                if not body.get("stream"):
-                    time.sleep(b.first_token_delay)
-                    self._json(200, _completion(text, body.get("model", MODEL_ID)))
-                    return
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream")
-                self.send_header("Cache-Control", "no-cache")
-                # Chunked, as real servers stream: a connection closed before the last chunk is then an
-                # error the client sees, not a normal end of the body.
-                self.send_header("Transfer-Encoding", "chunked")
-                self.send_header("Connection", "close")
-                self.end_headers()
-                self.close_connection = True
-                pieces = re.findall(r"\S+\s*", text) or [""]
-                try:
-                    if b.first_token_delay:
-                        time.sleep(b.first_token_delay)
-                    for i, piece in enumerate(pieces):
-                        if fault == "drop" and i >= b.drop_after:
-                            self.connection.shutdown(socket.SHUT_RDWR)  # mid-stream, no [DONE]
-                            return
-                        if i == 0:
-                            with server._lock:
-                                server.stats.first_token_s.append(time.perf_counter() - received)
-                        if fault == "malformed" and i >= 1:
-                            self._write(b"data: {this is not json\n\n")
-                        else:
-                            self._event(_chunk(piece, body.get("model", MODEL_ID), first=i == 0))
-                        self.wfile.flush()
-                        if b.token_delay and i + 1 < len(pieces):
-                            time.sleep(b.token_delay)
-                    self._event(_chunk("", body.get("model", MODEL_ID), finish="stop"))
-                    self._write(b"data: [DONE]\n\n")
-                    self.wfile.write(b"0\r\n\r\n")
-                    self.wfile.flush()
-                except (BrokenPipeError, ConnectionResetError):
-                    # The client stopped reading (the engine closes the stream after one question).
+                if i == 0:
                     with server._lock:
-                        server.stats.disconnects += 1
+                        server.stats.first_token_s.append(time.perf_counter() - received)
+                if fault == "malformed" and i >= 1:
+                    self._write(b"data: {this is not json\n\n")
+                else:
+                    self._event(_chunk(piece, model, first=i == 0))
+                self.wfile.flush()
+                if b.token_delay and i + 1 < len(pieces):
+                    time.sleep(b.token_delay)
+            self._event(_chunk("", model, finish="stop"))
+            self._write(b"data: [DONE]\n\n")
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            # The client stopped reading (the engine closes the stream after one question).
+            with server._lock:
+                server.stats.disconnects += 1
 
-            def _event(self, obj: dict[str, Any]) -> None:
-                self._write(b"data: " + json.dumps(obj).encode() + b"\n\n")
+    def _json(self, code: int, body: dict[str, Any]) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
 
-            def _write(self, data: bytes) -> None:
-                self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+    def _event(self, obj: dict[str, Any]) -> None:
+        self._write(b"data: " + json.dumps(obj).encode() + b"\n\n")
 
-        return Handler
+    def _write(self, data: bytes) -> None:
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
 
 
 def _chunk(text: str, model: str, *, first: bool = False, finish: str | None = None) -> dict[str, Any]:
