@@ -175,8 +175,8 @@ def test_a_speculation_on_other_text_or_another_level_is_not_used(fixture_bank: 
         # The same answer text, but the prompt of another level: not the same request.
         q = it.question
         assert q is not None
-        level1 = it.followup_messages(q, 1, answer="It assumes perfect scaling.")
-        level2 = it.followup_messages(q, 2, answer="It assumes perfect scaling.")
+        level1 = it.followups.messages(q, 1, answer="It assumes perfect scaling.")
+        level2 = it.followups.messages(q, 2, answer="It assumes perfect scaling.")
         assert port.speculate("other", level1)
         assert "".join(port.stream(level2, key="other"))
         assert port.speculation_stats.discarded == 2 and port.speculation_stats.used == 0

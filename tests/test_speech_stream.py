@@ -440,7 +440,7 @@ def test_an_answer_read_ahead_is_not_read_again_when_it_is_sent(fixture_bank: An
     q, level = it.question, it.level
     assert q is not None
     answer = "The serial part bounds the speedup, so with five percent serial work it stays below twenty."
-    ahead = ReadAhead(lambda t: it.listen(q, level, it.validate_answer(t)))
+    ahead = ReadAhead(lambda t: it.reading.listen(q, level, it.reading.validate(t)))
     ahead.submit(answer)
     while not reads:
         threading.Event().wait(0.01)
@@ -453,7 +453,7 @@ def test_an_answer_read_ahead_is_not_read_again_when_it_is_sent(fixture_bank: An
     per_read = len(q.why_chain) + 1  # one coverage call per why-step and one for the main question
     assert len(reads) == per_read, reads  # the answer was read once, not twice
     answered = [e.payload for e in it.ports.store.events(it.session_id) if e.kind == "answered"]
-    heard = it.listen(q, level, answer)  # the same reading, from memory
+    heard = it.reading.listen(q, level, answer)  # the same reading, from memory
     assert heard is not None and answered[-1]["listen"]["kind"] == heard[0].kind
     assert len(reads) == per_read
     ahead.close()
@@ -797,5 +797,5 @@ def test_the_interview_says_which_text_leaks_its_rubric(fixture_bank, tmp_path: 
     it.advance_all()
     q = it.question
     assert q is not None
-    assert it.leaks(q.why(1).key_points[0]) or it.leaks(q.model_answer)
-    assert not it.leaks("Could you walk me through what you would measure first?")
+    assert it.followups.leaks(q.why(1).key_points[0]) or it.followups.leaks(q.model_answer)
+    assert not it.followups.leaks("Could you walk me through what you would measure first?")

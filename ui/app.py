@@ -376,7 +376,7 @@ class App:
                 stop=stop,
                 on_error=errors.append,
                 cache=self._leads,  # voiced ahead once the microphone was first opened (None before)
-                vet=lambda piece: not it.leaks(piece),  # the model's rubric wording is never spoken
+                vet=lambda piece: not it.followups.leaks(piece),  # the model's rubric wording is never spoken
             )
         finally:
             if errors:
