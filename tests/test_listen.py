@@ -301,7 +301,10 @@ def test_a_move_chosen_before_a_crash_is_replayed_from_the_log(tmp_path):
     it.submit("I don't know.")  # the hint is chosen and stored with the answer, then the process dies
     again = Interview.resume(it.ports, it.session_id)
     assert again.awaiting == "interviewer"
-    assert "Think about what the GPU reads" in again.advance_all() and again.scoring.hints_used("t.batching") == 1
+    assert (
+        "Think about what the GPU reads" in again.advance_all()
+        and again.scoring.hints_used("t.batching") == 1
+    )
 
 
 def test_a_natural_turn_acknowledges_a_fair_answer_in_one_clause(tmp_path):

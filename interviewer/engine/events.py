@@ -140,13 +140,9 @@ def _ended(st: State, p: dict[str, Any], ts: float) -> State:
     return st
 
 
-def _planned(st: State, p: dict[str, Any], ts: float) -> State:
-    return st  # the plan is the session row's: the initial state already holds it
-
-
 Handler = Callable[[State, dict[str, Any], float], State]
+# "planned" changes nothing: the plan is the session row's, and the initial state already holds it.
 HANDLERS: dict[str, Handler] = {
-    "planned": _planned,
     "asked": _asked,
     "answered": _answered,
     "clarified": _clarified,
@@ -160,13 +156,17 @@ HANDLERS: dict[str, Handler] = {
 }
 
 
+_AFTER_THE_END = frozenset(("scored", "judged"))
+
+
 def apply(state: State, event: Event) -> State:
     """The state after ``event`` (pure: ``state`` is not changed).
 
-    An ended session stays ended, whatever a second writer appended later; only the truth judge's verdicts
-    (computed in the background) still land after the end. Unknown kinds are ignored (a newer writer's).
+    An ended session stays ended, whatever a second writer appended later; only scores (an answer scored
+    on reopening, the truth judge's verdicts from the background) still land after the end. Unknown kinds
+    are ignored (a newer writer's).
     """
-    if state.awaiting == "done" and event.kind != "judged":
+    if state.awaiting == "done" and event.kind not in _AFTER_THE_END:
         return state
     handler = HANDLERS.get(event.kind)
     return state if handler is None else handler(state, event.payload, event.ts)

@@ -104,7 +104,7 @@ class Interview:
         if read_only:
             return it
         it.scoring.score_pending()
-        if state.paused_at is not None:
+        if state.paused_at is not None and not it.finished:  # an ended session stays ended (and not "active")
             it.log.emit("resumed", {})
             ports.store.set_status(session_id, "active")
         return it
@@ -200,8 +200,9 @@ class Interview:
         """End the interview now; answered questions are scored, the rest are left unscored."""
         if self.finished:
             return
+        self.scoring.score_pending()  # an answered question whose score waited for the next one on screen
         q = self.question
-        if q is not None and self.state.answers.get(q.id) and q.id not in self.state.scores:
+        if q is not None and self.state.answers.get(q.id):
             self.scoring.score(q)
         self.log.emit("ended", {"reason": reason})
         self.ports.store.set_status(self.session_id, reason)
