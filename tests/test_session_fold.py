@@ -284,3 +284,51 @@ def test_the_generator_reaches_every_kind_of_event(fixture_bank, tmp_path):
         "paused", "resumed", "ended",
     }  # fmt: skip
     assert moves >= {"why", "redirect", "encourage"}, moves
+
+
+PRE_FOLD_LOGS = Path(__file__).parent / "fixtures" / "sessions" / "pre-fold-logs.json"
+
+
+def _summary(st: State) -> dict[str, Any]:
+    return {
+        "idx": st.idx,
+        "level": st.level,
+        "awaiting": st.awaiting,
+        "asked_at": st.asked_at,
+        "paused_at": st.paused_at,
+        "end_reason": st.end_reason,
+        "turns": [[t.role, t.text, t.qid, t.level] for t in st.turns],
+        "answers": st.answers,
+        "scores": {k: v.overall for k, v in st.scores.items()},
+        "judged": sorted(st.judged),
+        "code_runs": st.code_runs,
+    }
+
+
+@pytest.mark.parametrize("name", ["listening", "two-whys"])
+def test_event_logs_stored_before_the_fold_replay_to_the_same_state_and_resume(fixture_bank, tmp_path, name):
+    """Logs written by the engine before :func:`apply` existed (no closing text, a clarification asked in the
+    answer box, a pause, late verdicts) replay, event by event, to the state that engine rebuilt from them;
+    a session cut anywhere reopens and goes on."""
+    import json
+
+    logged = next(s for s in json.loads(PRE_FOLD_LOGS.read_text(encoding="utf-8")) if s["name"] == name)
+    store = SessionStore(tmp_path / "s.db")
+    sid = store.create("local", "stored before", logged["plan"])
+    for ev in logged["events"]:
+        store.append(sid, ev["kind"], ev["payload"], ts=ev["ts"])
+    events = store.events(sid)
+    for n, want in enumerate(logged["replayed"], start=1):
+        assert _summary(replay(logged["plan"], events[:n])) == want, [e.kind for e in events[:n]]
+    for n in range(1, len(events)):  # reopened for writing after any stored event
+        cut = SessionStore(tmp_path / f"cut{n}.db")
+        cut_sid = cut.create("local", "cut", logged["plan"])
+        for ev in events[:n]:
+            cut.append(cut_sid, ev.kind, ev.payload, ts=ev.ts)
+        it = Interview.resume(Ports(bank=fixture_bank, store=cut, scorer=ArithmeticScorer()), cut_sid)
+        assert it.state.paused_at is None
+        if not it.finished and it.awaiting == "interviewer":
+            it.advance_all()
+        if not it.finished:
+            it.submit("Latency adds up over the stages.")
+            assert it.state.turns[-1].text == "Latency adds up over the stages."
