@@ -404,7 +404,7 @@ def test_the_page_speculates_at_a_pause_and_drops_it_when_the_candidate_goes_on(
         rt.set_model(port, ModelChoice(server.base_url, "standin", "standin", False))
         monkeypatch.setattr(speech, "get_stt", lambda settings: RecordingSTT([FIRST, REST]))
         app = App(rt)
-        app._vad = _EnergyVAD()
+        app.voice._vad = _EnergyVAD()
         try:
             *_, (_chat, sid, owner, *_rest) = list(app.start("phone-screen", 1, False, None))
             stats = port.speculation_stats

@@ -664,7 +664,7 @@ def test_the_page_streams_the_transcript_ends_the_turn_and_voices_the_reply(
         if turns:
             break
         threading.Event().wait(0.1)  # the handler returns at once; transcription runs on the answer's thread
-    listening = app._spoken.get(sid)
+    listening = app.voice._spoken.get(sid)
     state = listening and (listening.answer.error, listening.answer.seconds, listening.answer._todo.qsize())
     assert turns == 1, f"one end of turn, after the final silence; {shown[-1:]}, {state}"
     assert len(shown) >= 3 and all(b.startswith(a) for a, b in itertools.pairwise(shown))
@@ -688,9 +688,9 @@ def test_the_page_streams_the_transcript_ends_the_turn_and_voices_the_reply(
 def test_opening_the_microphone_voices_the_fixed_leads_ahead(app: Any) -> None:
     from interviewer.listen import SPOKEN_LEADS
 
-    assert app._leads is None  # nothing is synthesized before the microphone is first used
-    app._warm_listening()  # what mic_start runs in the background
-    cache = app._leads
+    assert app.voice._leads is None  # nothing is synthesized before the microphone is first used
+    app.voice._warm_listening()  # what mic_start runs in the background
+    cache = app.voice._leads
     assert cache is not None and cache.phrases == SPOKEN_LEADS
     deadline = threading.Event()
     for _ in range(600):  # warmed on its own thread
