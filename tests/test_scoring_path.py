@@ -34,9 +34,7 @@ def test_a_typed_answer_reaches_the_scorer_once_on_its_way_to_the_stored_score(t
             return _real(self, *args, **kw)
 
         monkeypatch.setattr(RubricScorer, name, counted)
-    rt = Runtime(
-        load_settings(content_dir=FIXTURE_CONTENT, data_dir=tmp_path, judge=False, retrieval=False)
-    )
+    rt = Runtime(load_settings(content_dir=FIXTURE_CONTENT, data_dir=tmp_path, judge=False, retrieval=False))
     rt.set_model(
         ChatPort(ScriptedChatModel(), name="s"), ModelChoice("http://127.0.0.1:1/v1", "s", "s", False)
     )
@@ -61,4 +59,3 @@ def test_a_typed_answer_reaches_the_scorer_once_on_its_way_to_the_stored_score(t
     assert all(n == 0 for n, _ in per_send[:-1]), per_send
     assert calls == Counter(score=1)
     rt.close()
-
