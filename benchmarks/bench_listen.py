@@ -128,7 +128,7 @@ def run_persona(
         answer = answers[min(turn, len(answers) - 1)]
         level_before = it.level
         t = time.perf_counter()
-        heard = it.listen(q, it.level, answer)
+        heard = it.reading.listen(q, it.level, answer)
         stats["read_ms"].append((time.perf_counter() - t) * 1000)
         n_answered = sum(1 for e in it.ports.store.events(it.session_id) if e.kind == "answered")
         it.submit(answer)

@@ -133,7 +133,7 @@ def deepen_cases(rt: Runtime, n: int) -> list[tuple[str, str]]:
         answer = " ".join(s.rstrip(".") + "." for s in sentences)
         it = Interview.start(rt.ports(f"probe-{q.id}"), [q.round], question_ids=[q.id])
         it.advance_all()
-        heard = it.listen(q, 0, answer)
+        heard = it.reading.listen(q, 0, answer)
         if heard is not None and heard[1].move == "deepen":
             out.append((q.id, answer[:1].upper() + answer[1:]))
         if len(out) == n:
@@ -146,14 +146,14 @@ def read_cost(rt: Runtime, reps: int, qid: str) -> None:
     it = Interview.start(rt.ports("read-cost"), ["inference-deep-dive"], question_ids=[qid])
     it.advance_all()
     for i in range(3):
-        it.read_ahead(f"{answer_of(150)} Warm-up {i}.")  # the embedder is loaded and warm
+        it.ahead.read_ahead(f"{answer_of(150)} Warm-up {i}.")  # the embedder is loaded and warm
     print(f"{'reading the text so far':<36}{'median':>10}{'max':>8}")
     for tokens in (30, 150, 300):
         times = []
         for rep in range(reps):
             text = f"{answer_of(tokens, start=rep)} Case {tokens}-{rep}."  # never read before
             start = time.perf_counter()
-            it.read_ahead(text)
+            it.ahead.read_ahead(text)
             times.append(time.perf_counter() - start)
         print(
             f"{f'{tokens}-token answer':<36}{statistics.median(times) * 1000:>8.0f}ms{max(times) * 1000:>6.0f}ms"
@@ -185,9 +185,9 @@ def deepen(rt: Runtime, port: ChatPort, reps: int) -> int:
                 type_answer(it, port, answer)
                 q = it.question
                 assert q is not None
-                cached = it.prefill_messages(answer) or []
+                cached = it.ahead.prefill_messages(answer) or []
                 times.append(first_model_token_after_send(it, answer))
-                final = it.followup_messages(q, it.level)
+                final = it.followups.messages(q, it.level)
                 finish_followup(it)
                 asked = last_asked(it)
                 assert asked.get("move") == "deepen", (
@@ -265,9 +265,9 @@ def main() -> int:
             q, level = it.question, it.level
             assert q is not None
             # The bare server caches exactly what the app's last prefill sent, so both read the same tail.
-            cached = it.prefill_messages(answer) or []
+            cached = it.ahead.prefill_messages(answer) or []
             pre.append(first_token_after_send(it, answer))
-            final = it.followup_messages(q, level + 1)
+            final = it.followups.messages(q, level + 1)
             finish_followup(it)
             port.prefiller.wait_idle(60)
             bare.append(bare_tail(port, cached, final))

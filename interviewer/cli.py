@@ -17,6 +17,7 @@ from interviewer.content import Round
 from interviewer.errors import InputError, InterviewerError
 
 if TYPE_CHECKING:
+    from interviewer.runtime import Runtime
     from interviewer.session import Interview
 
 app = typer.Typer(
@@ -153,7 +154,6 @@ def practice(
 ) -> None:
     """The same interview in the terminal. Answer, then an empty line to send; '?...' asks a clarifying
     question; /starter FILE and /code FILE write and test code for a coding task; /pause pauses; /end stops."""
-    from interviewer import planner
     from interviewer.runtime import Runtime
 
     settings = _settings(
@@ -177,70 +177,94 @@ def practice(
         console.print(
             f"[bold]Model:[/bold] {escape(rt.model_choice.display_name if rt.model_choice else 'none')}"
         )
-        if resume:
-            # The terminal is the machine's owner: it may continue any session in this data dir, UI ones too.
-            it = planner.resume_session(rt, rt.store.get(resume).owner, resume)
-        else:
-            choice = planner.Choice(
-                round=(planner.FULL_LOOP if len(round_ids) > 1 else round_ids[0]) if round_ids else None,
-                per_round=questions,
-                loop=loop,
-                resume_path=cv,
-                posting=posting_text,
-                seed=seed,
-            )
-            it = planner.start(rt, "local", choice)
+        it = _open_practice(rt, resume, round_ids, questions, loop, cv, posting_text, seed)
         if it.notice:
             err.print(f"[yellow]{escape(it.notice)}[/yellow]")
         console.print(f"[dim]session {it.session_id} (resume with --resume {it.session_id})[/dim]")
         for m in it.messages():
             # Question and answer text is shown as written: "[start, end]" is not Rich markup.
             console.print(f"[{'cyan' if m['role'] == 'assistant' else 'green'}]{escape(m['content'])}[/]")
-        hinted: set[str] = set()
-        _coding_hint(it, hinted)
-        while not it.finished:
-            if it.awaiting == "interviewer":
-                text = it.advance_all()
-                console.print(f"\n[cyan]Interviewer:[/cyan] {escape(text)}")
-                _coding_hint(it, hinted)
-                if voice:
-                    _speak(settings, text)
-                if it.notice:
-                    err.print(f"[yellow]{escape(it.notice)}[/yellow]")
-                    it.notice = None
-                continue
-            mode, extra = "typed", None
-            if voice:
-                q = it.question
-                answer, extra = _record_answer(settings, q.question if q else None)
-                mode = "spoken" if extra else "typed"
-            else:
-                answer = _read_answer()
-            if answer is None or answer.strip() == "/end":
-                it.end()
-                break
-            if answer.strip() == "/pause":
-                it.pause()
-                console.print(f"Paused. Continue with: interviewer practice --resume {it.session_id}")
-                return
-            try:
-                command, _, arg = answer.strip().partition(" ")
-                if command in ("/code", "/starter"):
-                    _code_command(it, command, arg.strip())
-                    continue
-                if answer.lstrip().startswith("?"):
-                    reply = planner.clarify(it, answer.lstrip()[1:])
-                    console.print(f"[cyan]Interviewer:[/cyan] {escape(reply)}")
-                    continue
-                it.submit(answer, mode=mode, extra=extra)
-            except InputError as e:
-                err.print(f"[yellow]{escape(str(e))}[/yellow]")
+        if not _practice_turns(it, settings, voice):
+            return  # paused
         _wait_for_judge(it)
         console.print(f"\nSession {it.session_id} saved. Report: interviewer report {it.session_id}")
     except InterviewerError as e:
         _fail(e)
     finally:
         rt.close()
+
+
+def _open_practice(
+    rt: Runtime,
+    resume: str | None,
+    round_ids: list[str],
+    questions: int,
+    loop: str | None,
+    cv: Path | None,
+    posting_text: str | None,
+    seed: int | None,
+) -> Interview:
+    """The session ``practice`` runs: the one to continue, or a new one as the options ask."""
+    from interviewer import planner
+
+    if resume:
+        # The terminal is the machine's owner: it may continue any session in this data dir, UI ones too.
+        return planner.resume_session(rt, rt.store.get(resume).owner, resume)
+    choice = planner.Choice(
+        round=(planner.FULL_LOOP if len(round_ids) > 1 else round_ids[0]) if round_ids else None,
+        per_round=questions,
+        loop=loop,
+        resume_path=cv,
+        posting=posting_text,
+        seed=seed,
+    )
+    return planner.start(rt, "local", choice)
+
+
+def _practice_turns(it: Interview, settings: Settings, voice: bool) -> bool:
+    """Question, answer, follow-up until the interview ends (True) or the candidate pauses it (False)."""
+    from interviewer import planner
+
+    hinted: set[str] = set()
+    _coding_hint(it, hinted)
+    while not it.finished:
+        if it.awaiting == "interviewer":
+            text = it.advance_all()
+            console.print(f"\n[cyan]Interviewer:[/cyan] {escape(text)}")
+            _coding_hint(it, hinted)
+            if voice:
+                _speak(settings, text)
+            if it.notice:
+                err.print(f"[yellow]{escape(it.notice)}[/yellow]")
+                it.notice = None
+            continue
+        mode, extra = "typed", None
+        if voice:
+            q = it.question
+            answer, extra = _record_answer(settings, q.question if q else None)
+            mode = "spoken" if extra else "typed"
+        else:
+            answer = _read_answer()
+        if answer is None or answer.strip() == "/end":
+            it.end()
+            break
+        if answer.strip() == "/pause":
+            it.pause()
+            console.print(f"Paused. Continue with: interviewer practice --resume {it.session_id}")
+            return False
+        try:
+            command, _, arg = answer.strip().partition(" ")
+            if command in ("/code", "/starter"):
+                _code_command(it, command, arg.strip())
+                continue
+            if answer.lstrip().startswith("?"):
+                reply = planner.clarify(it, answer.lstrip()[1:])
+                console.print(f"[cyan]Interviewer:[/cyan] {escape(reply)}")
+                continue
+            it.submit(answer, mode=mode, extra=extra)
+        except InputError as e:
+            err.print(f"[yellow]{escape(str(e))}[/yellow]")
+    return True
 
 
 def _wait_for_judge(it: Interview) -> None:

@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 
 from interviewer.content import Bank, Question, Round
 from interviewer.scoring.models import QuestionScore
-from interviewer.session import Scorer, State, hinted_levels, plan_bank, replay
+from interviewer.session import Scorer, State, hinted_levels, last_code_run_passed, plan_bank, replay
 from interviewer.store import SessionStore
 
 PRACTICE_LABEL = "Practice signal from a mock interview, not a prediction of any real hiring decision."
@@ -182,12 +182,8 @@ def build_report(
     if scorer is not None:
         for qid, answers in st.answers.items():
             if qid not in st.scores and answers and qid in bank.questions:
-                runs = st.code_runs.get(qid)
                 st.scores[qid] = scorer.score(
-                    bank.get(qid),
-                    answers,
-                    bool(runs[-1].get("passed")) if runs else None,
-                    hints=hinted_levels(st.turns, qid),
+                    bank.get(qid), answers, last_code_run_passed(st, qid), hints=hinted_levels(st.turns, qid)
                 )
     answered_events: dict[str, list[Any]] = defaultdict(list)
     for ev in events:

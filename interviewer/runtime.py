@@ -17,12 +17,13 @@ from interviewer.content import Bank, load_bank
 from interviewer.errors import InterviewerError, ModelError
 from interviewer.listen import Listener
 from interviewer.llm.client import ChatPort, build_port, list_models
-from interviewer.session import Ports, Retriever, Scorer
+from interviewer.session import Ports, Retriever
 from interviewer.store import SessionStore
 
 if TYPE_CHECKING:
     from interviewer.llm.embedded import EmbeddedServer
     from interviewer.scoring.background import BackgroundJudge
+    from interviewer.scoring.scorer import RubricScorer
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +54,7 @@ class Runtime:
         self._retriever: Retriever | None = None
         self._retriever_lock = threading.Lock()
         self._retriever_failed: str | None = None
-        self._scorer: Scorer | None = None
+        self._scorer: RubricScorer | None = None
         self._judge: BackgroundJudge | None = None  # the truth judge over the current model (issue 11)
         self._judge_port: ChatPort | None = None
         self._listener: Listener | None = None
@@ -175,7 +176,7 @@ class Runtime:
         finally:
             self._retriever_lock.release()
 
-    def scorer(self) -> Scorer | None:
+    def scorer(self) -> RubricScorer | None:
         with self._scorer_lock:  # not self._lock: reports must not wait for the model to start
             if self._scorer is None:
                 try:
@@ -198,10 +199,12 @@ class Runtime:
             return None
         if self._listener is None:
             scorer = self.scorer()
-            topic = getattr(scorer, "off_topic", None)  # redirect what the report will call off-topic
-            warm = getattr(scorer, "warm", None)
-            if warm is not None:  # the sentence model loads now, not on the first candidate's answer
-                threading.Thread(target=warm_quietly, args=(warm,), name="scorer-warm", daemon=True).start()
+            if scorer is not None:  # the sentence model loads now, not on the first candidate's answer
+                threading.Thread(
+                    target=warm_quietly, args=(scorer.warm,), name="scorer-warm", daemon=True
+                ).start()
+            # The listener redirects exactly what the report will call off-topic: it asks the scorer's own rule.
+            topic = scorer.off_topic if scorer is not None else None
             self._listener = Listener(neighbours=list(self.bank.questions.values()), topic=topic)
         return self._listener
 

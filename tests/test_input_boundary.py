@@ -80,7 +80,7 @@ def test_a_resume_cannot_close_the_prompt_sections(fixture_bank, tmp_path: Path)
     )
     list(it.advance())
     it.submit("We batched requests dynamically.")
-    system = it.followup_messages(it.question, 1)[0].content  # type: ignore[arg-type]
+    system = it.followups.messages(it.question, 1)[0].content  # type: ignore[arg-type]
     assert system.count("</question>") == 1 and system.count("</key_points>") == 1
     assert "NEW INSTRUCTIONS" not in system
 

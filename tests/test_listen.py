@@ -247,11 +247,11 @@ def test_i_dont_know_gets_one_graded_hint_recorded_on_the_turn(tmp_path):
     assert text.startswith("That's fine") and it.level == 0
     meta = last_asked(it)
     assert meta["move"] == "hint" and meta["hints_used"] == 1 and meta["hint_level"] == 0
-    assert it.hints_used("t.batching") == 1
+    assert it.scoring.hints_used("t.batching") == 1
     say(it, "No idea still.")  # a second "I don't know" is not hinted again: the interview moves on
-    assert it.level == 1 and it.hints_used("t.batching") == 1
+    assert it.level == 1 and it.scoring.hints_used("t.batching") == 1
     hint2 = say(it, "I really don't know.")
-    assert "Picture the very first request" in hint2 and it.hints_used("t.batching") == 2
+    assert "Picture the very first request" in hint2 and it.scoring.hints_used("t.batching") == 2
     assert last_asked(it)["hint_level"] == 1
 
 
@@ -259,7 +259,7 @@ def test_i_dont_know_without_an_authored_hint_is_invited_to_guess_and_costs_noth
     it = interview(tmp_path, q=batching(hint=None))
     text = say(it, "I don't know")
     assert "best guess" in text and it.level == 0
-    assert last_asked(it)["move"] == "encourage" and it.hints_used("t.batching") == 0
+    assert last_asked(it)["move"] == "encourage" and it.scoring.hints_used("t.batching") == 0
 
 
 def test_off_topic_is_redirected_once(tmp_path):
@@ -301,7 +301,10 @@ def test_a_move_chosen_before_a_crash_is_replayed_from_the_log(tmp_path):
     it.submit("I don't know.")  # the hint is chosen and stored with the answer, then the process dies
     again = Interview.resume(it.ports, it.session_id)
     assert again.awaiting == "interviewer"
-    assert "Think about what the GPU reads" in again.advance_all() and again.hints_used("t.batching") == 1
+    assert (
+        "Think about what the GPU reads" in again.advance_all()
+        and again.scoring.hints_used("t.batching") == 1
+    )
 
 
 def test_a_natural_turn_acknowledges_a_fair_answer_in_one_clause(tmp_path):
@@ -418,7 +421,7 @@ def test_typing_an_answer_that_skips_a_level_prefills_the_deeper_prompt(tmp_path
         it2.advance_all()
         thin = "Batching raises throughput. The weights are read once per step for the whole batch. "
         it2.prefill(thin)
-        assert f"probe: {WHY1_TARGET}" in it2.prefill_messages(thin)[-1].content  # type: ignore[index]
+        assert f"probe: {WHY1_TARGET}" in it2.ahead.prefill_messages(thin)[-1].content  # type: ignore[index]
 
 
 # -- no leaks -----------------------------------------------------------------------------------------
@@ -571,7 +574,7 @@ def test_a_hint_still_costs_after_a_restart_and_in_the_truth_judges_rescore(tmp_
     assert judged.overall == pytest.approx(unhinted.overall - HINT_COST, abs=0.01)
     # A third process replays the stored events: the stored scores carry the cost.
     third = Interview.resume(ports, it.session_id, read_only=True)
-    assert third.scores["t.batching"] == judged and third.hints_used("t.batching") == 1
+    assert third.scores["t.batching"] == judged and third.scoring.hints_used("t.batching") == 1
 
 
 def test_a_pushed_strong_candidate_is_scored_on_the_push_answer(tmp_path):

@@ -187,7 +187,7 @@ def test_a_full_loop_paused_and_resumed_keeps_its_clock_and_order(bank, resume, 
         clock.t += 120
         it.submit("An answer with numbers: 480 ms to 190 ms on the A10G, measured with Nsight.")
     assert it.question.id == plan[3] and it.level == 0
-    deep_dive_elapsed = it.round_elapsed("resume-deep-dive")
+    deep_dive_elapsed = it.timing.round_elapsed("resume-deep-dive")
     assert deep_dive_elapsed == pytest.approx(360)
     it.pause()
     assert it.ports.store.get(it.session_id).status == "paused"
@@ -196,9 +196,9 @@ def test_a_full_loop_paused_and_resumed_keeps_its_clock_and_order(bank, resume, 
     clock.t += 2 * 86_400
     again = Interview.resume(Ports(bank=bank, store=SessionStore(db), clock=clock), it.session_id)
     assert again.state.plan == plan and again.state.budgets == it.state.budgets
-    assert again.round_elapsed("resume-deep-dive") == pytest.approx(deep_dive_elapsed)
-    assert again.round_elapsed("recruiter-screen") == pytest.approx(720)
-    assert again.round_time_left() == pytest.approx(45 * 60 - 360)
+    assert again.timing.round_elapsed("resume-deep-dive") == pytest.approx(deep_dive_elapsed)
+    assert again.timing.round_elapsed("recruiter-screen") == pytest.approx(720)
+    assert again.timing.round_time_left() == pytest.approx(45 * 60 - 360)
     text = again.advance_all()
     assert again.question.id == plan[3] and "Parcel Robotics" in text
 

@@ -181,7 +181,7 @@ def test_the_report_shows_what_a_hint_cost_and_what_a_push_earned(fixture_bank, 
     while not it.finished:
         it.submit(next(said))
         it.advance_all()
-    assert it.hints_used(q.id) == 1
+    assert it.scoring.hints_used(q.id) == 1
     rep = build_report(store, bank, it.session_id, owner="me", scorer=RubricScorer(HashingEmbedder()))
     score = rep.rounds[0].questions[0].score
     assert score is not None and [a.kind for a in score.adjustments] == ["push", "hint"]

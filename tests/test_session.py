@@ -218,11 +218,11 @@ def test_timer_records_elapsed_and_over_time(fixture_bank, tmp_path):
     it = Interview.start(make_ports(fixture_bank, tmp_path, clock=clock, answer_seconds=90), ["phone-screen"])
     drain(it.advance())
     clock.t += 30
-    assert it.time_left() == pytest.approx(60)
+    assert it.timing.time_left() == pytest.approx(60)
     it.submit("quick")
     drain(it.advance())
     clock.t += 120
-    assert it.time_left() == pytest.approx(-30)
+    assert it.timing.time_left() == pytest.approx(-30)
     it.submit("slow")
     answered = [e.payload for e in it.ports.store.events(it.session_id) if e.kind == "answered"]
     assert [(a["elapsed_s"], a["over_time"]) for a in answered] == [(30.0, False), (120.0, True)]
@@ -385,12 +385,12 @@ def test_loop_time_budget_skips_the_rest_of_a_round_and_pause_keeps_the_clock(fi
     assert it.ports.store.get(it.session_id).status == "paused"
     clock.t += 3 * 86_400  # days later: a pause does not count against the round
     again = Interview.resume(make_ports(bank, tmp_path, clock=clock), it.session_id)
-    assert again.round_elapsed("phone-screen") == pytest.approx(45)
-    assert again.round_time_left() == pytest.approx(15)
+    assert again.timing.round_elapsed("phone-screen") == pytest.approx(45)
+    assert again.timing.round_time_left() == pytest.approx(15)
     again.advance_all()
     clock.t += 30
     again.submit(A2)
-    assert again.round_elapsed("phone-screen") == pytest.approx(75)
+    assert again.timing.round_elapsed("phone-screen") == pytest.approx(75)
     text = again.advance_all()  # fx.amdahl-2 is skipped: the phone round's minute is spent
     assert "**Inference-optimization case.**" in text and again.question.id == "fx.stage-latency"
     kinds = [(e.kind, e.payload.get("reason")) for e in again.ports.store.events(again.session_id)]
@@ -427,13 +427,13 @@ def test_a_pause_with_a_question_open_does_not_count_against_the_timer(fixture_b
     again = Interview.resume(
         make_ports(fixture_bank, tmp_path, clock=clock, answer_seconds=90), it.session_id
     )
-    assert again.time_left() == pytest.approx(30)
+    assert again.timing.time_left() == pytest.approx(30)
     clock.t += 60
     again.submit("answered a day later")
-    assert again.round_elapsed("phone-screen") == pytest.approx(120)
+    assert again.timing.round_elapsed("phone-screen") == pytest.approx(120)
     # Replaying from the log gives the same clock.
     third = Interview.resume(make_ports(fixture_bank, tmp_path, clock=clock), again.session_id)
-    assert third.round_elapsed("phone-screen") == pytest.approx(120)
+    assert third.timing.round_elapsed("phone-screen") == pytest.approx(120)
 
 
 def test_candidate_text_cannot_close_the_prompts_sections(fixture_bank, tmp_path):

@@ -82,7 +82,7 @@ def test_a_session_resumed_on_another_replica_reuses_the_shared_servers_prompt_c
         resumed = Interview.resume(b.ports("candidate-1"), session_id)
         assert resumed.question is not None and resumed.question.id == qid and resumed.level == 1
         resumed.submit(SECOND)
-        prompt = resumed.followup_messages(resumed.question, 2)  # what replica B sends next
+        prompt = resumed.followups.messages(resumed.question, 2)  # what replica B sends next
         model = b.model().model.model_name  # type: ignore[attr-defined]
 
         total, cached = _prompt_usage(url, model, prompt)

@@ -175,8 +175,8 @@ def test_a_speculation_on_other_text_or_another_level_is_not_used(fixture_bank: 
         # The same answer text, but the prompt of another level: not the same request.
         q = it.question
         assert q is not None
-        level1 = it.followup_messages(q, 1, answer="It assumes perfect scaling.")
-        level2 = it.followup_messages(q, 2, answer="It assumes perfect scaling.")
+        level1 = it.followups.messages(q, 1, answer="It assumes perfect scaling.")
+        level2 = it.followups.messages(q, 2, answer="It assumes perfect scaling.")
         assert port.speculate("other", level1)
         assert "".join(port.stream(level2, key="other"))
         assert port.speculation_stats.discarded == 2 and port.speculation_stats.used == 0
@@ -404,7 +404,7 @@ def test_the_page_speculates_at_a_pause_and_drops_it_when_the_candidate_goes_on(
         rt.set_model(port, ModelChoice(server.base_url, "standin", "standin", False))
         monkeypatch.setattr(speech, "get_stt", lambda settings: RecordingSTT([FIRST, REST]))
         app = App(rt)
-        app._vad = _EnergyVAD()
+        app.voice._vad = _EnergyVAD()
         try:
             *_, (_chat, sid, owner, *_rest) = list(app.start("phone-screen", 1, False, None))
             stats = port.speculation_stats

@@ -440,7 +440,7 @@ def test_an_answer_read_ahead_is_not_read_again_when_it_is_sent(fixture_bank: An
     q, level = it.question, it.level
     assert q is not None
     answer = "The serial part bounds the speedup, so with five percent serial work it stays below twenty."
-    ahead = ReadAhead(lambda t: it.listen(q, level, it.validate_answer(t)))
+    ahead = ReadAhead(lambda t: it.reading.listen(q, level, it.reading.validate(t)))
     ahead.submit(answer)
     while not reads:
         threading.Event().wait(0.01)
@@ -453,7 +453,7 @@ def test_an_answer_read_ahead_is_not_read_again_when_it_is_sent(fixture_bank: An
     per_read = len(q.why_chain) + 1  # one coverage call per why-step and one for the main question
     assert len(reads) == per_read, reads  # the answer was read once, not twice
     answered = [e.payload for e in it.ports.store.events(it.session_id) if e.kind == "answered"]
-    heard = it.listen(q, level, answer)  # the same reading, from memory
+    heard = it.reading.listen(q, level, answer)  # the same reading, from memory
     assert heard is not None and answered[-1]["listen"]["kind"] == heard[0].kind
     assert len(reads) == per_read
     ahead.close()
@@ -664,7 +664,7 @@ def test_the_page_streams_the_transcript_ends_the_turn_and_voices_the_reply(
         if turns:
             break
         threading.Event().wait(0.1)  # the handler returns at once; transcription runs on the answer's thread
-    listening = app._spoken.get(sid)
+    listening = app.voice._spoken.get(sid)
     state = listening and (listening.answer.error, listening.answer.seconds, listening.answer._todo.qsize())
     assert turns == 1, f"one end of turn, after the final silence; {shown[-1:]}, {state}"
     assert len(shown) >= 3 and all(b.startswith(a) for a, b in itertools.pairwise(shown))
@@ -688,9 +688,9 @@ def test_the_page_streams_the_transcript_ends_the_turn_and_voices_the_reply(
 def test_opening_the_microphone_voices_the_fixed_leads_ahead(app: Any) -> None:
     from interviewer.listen import SPOKEN_LEADS
 
-    assert app._leads is None  # nothing is synthesized before the microphone is first used
-    app._warm_listening()  # what mic_start runs in the background
-    cache = app._leads
+    assert app.voice._leads is None  # nothing is synthesized before the microphone is first used
+    app.voice._warm_listening()  # what mic_start runs in the background
+    cache = app.voice._leads
     assert cache is not None and cache.phrases == SPOKEN_LEADS
     deadline = threading.Event()
     for _ in range(600):  # warmed on its own thread
@@ -797,5 +797,5 @@ def test_the_interview_says_which_text_leaks_its_rubric(fixture_bank, tmp_path: 
     it.advance_all()
     q = it.question
     assert q is not None
-    assert it.leaks(q.why(1).key_points[0]) or it.leaks(q.model_answer)
-    assert not it.leaks("Could you walk me through what you would measure first?")
+    assert it.followups.leaks(q.why(1).key_points[0]) or it.followups.leaks(q.model_answer)
+    assert not it.followups.leaks("Could you walk me through what you would measure first?")

@@ -1,17 +1,17 @@
-"""Gradio Blocks wiring only: every handler calls the engine (via Runtime) and turns errors into messages."""
+"""Gradio Blocks wiring only: handlers call the front desk (:mod:`interviewer.desk`) and the interview it hands
+out, and turn errors into messages. Speech handlers live in ui/voice.py, the code, report and progress panels
+in ui/panels.py."""
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import logging
-import secrets
 import threading
-import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import gradio as gr
@@ -20,13 +20,16 @@ from interviewer import planner
 from interviewer.admin import AdminGate, single_user_local
 from interviewer.config import Settings
 from interviewer.content import Round
+from interviewer.desk import Desk
+from interviewer.engine.interview import Interview
 from interviewer.errors import InputError, InterviewerError
 from interviewer.limits import MAX_PER_ROUND, check_fields
 from interviewer.netguard import check_url, exposure_check
 from interviewer.owners import OwnerTokens, Resolved
-from interviewer.runtime import Runtime, warm_quietly
-from interviewer.session import Interview, replay
+from interviewer.runtime import Runtime
 from interviewer.text import inert_markdown
+from ui.panels import CodePanel, Reports
+from ui.voice import Voice
 
 log = logging.getLogger(__name__)
 
@@ -53,22 +56,6 @@ BUSY = "the interviewer is still on your last message: wait for it to finish, th
 def _shown(chat: Chat) -> Chat:
     """The chat as displayed: the candidate's markup (HTML, images, links) shows as typed and never renders."""
     return [{**m, "content": inert_markdown(m["content"])} if m["role"] == "user" else m for m in chat]
-
-
-@dataclasses.dataclass
-class _Listening:
-    """An answer being spoken into the streaming microphone, and the text typed before it."""
-
-    answer: Any  # interviewer.speech_stream.BackgroundAnswer (imported lazily: speech loads on first use)
-    prefix: str
-    interrupted: bool = False  # the candidate's voice stopped the interviewer's
-    ended: bool = False  # the end of this turn was shown to the page (which sends it)
-    ahead: Any = None  # interviewer.speech_stream.ReadAhead: the engine reads the transcript as it grows
-
-    def close(self) -> None:
-        self.answer.close()
-        if self.ahead is not None:
-            self.ahead.close()
 
 
 # The interviewer's voice arrives a sentence at a time: the page queues the pieces and plays them in order;
@@ -120,11 +107,18 @@ class App:
         # sid -> (owner, events seen, interview): typing events reuse the open interview while nothing moved;
         # the most recent _TYPING_KEPT sessions only (a long-running server sees many)
         self._typing: OrderedDict[str, tuple[str, int, Interview]] = OrderedDict()
-        # sid -> the answer being spoken into the streaming microphone; sid -> stops the interviewer's voice
-        self._spoken: dict[str, _Listening] = {}
-        self._voice_stop: dict[str, threading.Event] = {}
-        self._vad: Any = None
-        self._leads: Any = None  # interviewer.speech_stream.VoiceCache of the fixed leads, made on first use
+        self.desk = Desk(runtime)
+        self.voice = Voice(runtime, self.desk, self._owner, self._busy)
+        self.code = CodePanel()
+        self.reports = Reports(runtime, self.desk, self._owner)
+        # The components' handlers, under the names the page and the tests have always used.
+        self.stop_voice, self.mic_start = self.voice.stop_voice, self.voice.mic_start
+        self.transcribe, self.listen, self.listen_stop = (
+            self.voice.transcribe,
+            self.voice.listen,
+            self.voice.listen_stop,
+        )
+        self.show_report, self.progress = self.reports.show_report, self.reports.progress
 
     # helpers -------------------------------------------------------------------------------------
     def _owner(self, token: str | None, request: gr.Request | None) -> str:
@@ -173,13 +167,10 @@ class App:
         finally:
             lock.release()
 
-    def _open(self, sid: str | None, owner: str) -> Interview:
-        """Reopen a session to write to it: this process becomes its only writer (or says who is)."""
-        if not sid:
-            raise InputError("no interview yet: pick a round and press Start")
-        self.rt.store.get(sid, owner=owner)  # a stranger's id is "not found" before any lease is touched
-        self.rt.store.claim(sid)
-        return planner.resume_session(self.rt, owner, sid)
+    def _busy(self, sid: str) -> bool:
+        """Whether a turn of ``sid`` is in flight (the interviewer is replying)."""
+        lock = self._locks.get(sid)
+        return lock is not None and lock.locked()
 
     def _status(self, it: Interview | None, extra: str | None = None) -> str:
         parts = []
@@ -208,48 +199,6 @@ class App:
         local = "on this machine" if _is_local_url(choice.base_url) else "REMOTE: answers leave this machine"
         return f"**Model answering:** {choice.display_name} ({local})"
 
-    def _coding(self, it: Interview | None) -> tuple[Any, Any, Any]:
-        """Show the code panel while the open question has a sandboxed task (and keep the editor's text)."""
-        q = it.question if it is not None and not it.finished else None
-        task_id = q.coding_task if q is not None else None
-        if not task_id:
-            return gr.update(visible=False), gr.update(), gr.update()
-        try:
-            from interviewer import checker
-
-            task = checker.get_task(task_id)
-        except InterviewerError as e:
-            return (
-                gr.update(visible=True),
-                gr.update(value=f"Coding task `{task_id}` is unavailable: {e}"),
-                gr.update(),
-            )
-        language = "cpp" if task.language == "cpp" else ("python" if task.language == "python" else None)
-        runs = it.state.code_runs.get(q.id) if it is not None and q is not None else None
-        if not runs and it is not None and it.level == 0:
-            # The task was just shown: start its sandbox in the background so "Run tests" finds it warm.
-            threading.Thread(
-                target=self._prepare, args=(task.id,), name=f"prepare-{task.id}", daemon=True
-            ).start()
-        editor = (
-            gr.update(language=language) if runs else gr.update(value=task.starter_code, language=language)
-        )
-        return (
-            gr.update(visible=True),
-            gr.update(value=f"**{task.title}** (`{task.id}`)\n\n{task.statement}"),
-            editor,
-        )
-
-    @staticmethod
-    def _prepare(task_id: str) -> None:
-        from interviewer import checker
-
-        try:
-            checker.prepare(task_id)
-        except InterviewerError as e:  # the run itself will report it with a verdict
-            log.info("could not pre-start the sandbox for %s: %s", task_id, e)
-
-    # handlers ------------------------------------------------------------------------------------
     def start(
         self,
         choice: str,
@@ -275,11 +224,10 @@ class App:
         )
         try:
             try:
-                it = planner.start(self.rt, owner, picked)
+                it = self.desk.start(owner, picked)
             finally:
                 if resume_file:  # the upload is parsed (or refused): its copy in Gradio's cache goes now
                     Path(resume_file).unlink(missing_ok=True)
-            self.rt.store.claim(it.session_id)
             for text in it.advance():
                 yield (
                     [{"role": "assistant", "content": text}],
@@ -296,8 +244,8 @@ class App:
             it.session_id,
             token,
             self._status(it),
-            *self._coding(it),
-            self._speak(it, voice_on),
+            *self.code.update(it),
+            self.voice.speak(it, voice_on),
         )
 
     def send(
@@ -328,7 +276,7 @@ class App:
     ) -> Iterator[tuple[Any, ...]]:
         owner = self._owner(owner, request)
         try:
-            it = self._open(sid, owner)
+            it = self.desk.open(sid, owner)
             if it.awaiting == "interviewer" and not it.finished:
                 # The last reply was cut off (dropped connection, restart) before its question was stored:
                 # ask it now and keep the candidate's text for it.
@@ -336,14 +284,19 @@ class App:
                 gr.Warning(
                     "The interviewer's question had not been shown yet: here it is. Your text is kept."
                 )
-                yield _shown(it.messages()), answer, self._status(it), *self._coding(it), gr.update(), spoken
+                yield (
+                    _shown(it.messages()),
+                    answer,
+                    self._status(it),
+                    *self.code.update(it),
+                    gr.update(),
+                    spoken,
+                )
                 return
         except InterviewerError as e:
             raise gr.Error(str(e)) from e
         # A spoken answer being sent: the microphone starts a new one.
-        sent = self._spoken.pop(sid or "", None)
-        if sent is not None:
-            sent.close()
+        self.voice.take_spoken(sid or "")
         mode, extra = "typed", None
         if spoken and spoken.get("transcript"):
             # Spoken if the text sent is (an edit of) the transcript; the audio's length goes in the log.
@@ -361,7 +314,7 @@ class App:
         history = _shown(it.messages())
         yield history, "", self._status(it), *_NO_CHANGE, gr.update(), None
         last_wav: Path | None = None
-        for text, wav in self._voiced(it, voice_on):
+        for text, wav in self.voice.voiced(it, voice_on):
             last_wav = wav or last_wav
             yield (
                 [*history, {"role": "assistant", "content": text}],
@@ -374,79 +327,7 @@ class App:
         voice = (
             str(last_wav) if last_wav else gr.update()
         )  # the same piece again: the page does not replay it
-        yield _shown(it.messages()), "", self._status(it), *self._coding(it), voice, None
-
-    def _voiced(self, it: Interview, voice_on: bool) -> Iterator[tuple[str, Path | None]]:
-        """The reply as it streams, with a WAV each time a sentence of it is voiced (when the voice is on)."""
-        if not voice_on:
-            yield from ((text, None) for text in it.advance())
-            return
-        from interviewer.speech import get_tts
-        from interviewer.speech_stream import voice_pieces
-
-        stop = threading.Event()
-        self._voice_stop[it.session_id] = stop  # the candidate speaking, or the stop button, sets it
-        errors: list[Exception] = []
-        out = self.rt.settings.data_dir / "audio" / f"{it.session_id}-{len(it.messages())}"
-        try:
-            yield from voice_pieces(
-                it.advance(),
-                get_tts(self.rt.settings),
-                out,
-                stop=stop,
-                on_error=errors.append,
-                cache=self._leads,  # voiced ahead once the microphone was first opened (None before)
-                vet=lambda piece: not it.leaks(piece),  # the model's rubric wording is never spoken
-            )
-        finally:
-            if errors:
-                gr.Warning(f"The interviewer's voice is unavailable: {errors[0]}")
-
-    def _lead_voices(self) -> Any:
-        """The fixed leads ("Right.", "Let's stay on the question I asked.") voiced once, in the background.
-
-        Started when the microphone opens, not with a reply: the candidate then talks for a while, whereas a
-        reply's own voice would queue behind the warm-up (piper speaks one text at a time).
-        """
-        from interviewer.listen import SPOKEN_LEADS
-        from interviewer.speech import get_tts
-        from interviewer.speech_stream import VoiceCache
-
-        if self._leads is None:
-            cache_dir = self.rt.settings.data_dir / "audio" / "leads"
-            self._leads = VoiceCache(get_tts(self.rt.settings), cache_dir, SPOKEN_LEADS)
-            threading.Thread(
-                target=warm_quietly, args=(self._leads.warm,), name="warm-leads", daemon=True
-            ).start()
-        return self._leads
-
-    def stop_voice(self, sid: str | None) -> None:
-        """The candidate interrupts the interviewer: no more of the reply is voiced (the page stops playing)."""
-        stop = self._voice_stop.get(sid or "")
-        if stop is not None:
-            stop.set()
-
-    def mic_start(self, sid: str | None) -> None:
-        """The microphone opened: the interviewer stops talking, and the recognisers load now, in the background,
-        so the first words are not waiting behind a model load (the page drops chunks while one is waiting)."""
-        self.stop_voice(sid)
-        threading.Thread(target=self._warm_listening, name="warm-speech", daemon=True).start()
-
-    def _warm_listening(self) -> None:
-        from interviewer.speech import get_stt
-        from interviewer.speech_stream import SileroVAD
-
-        try:
-            if self._vad is None:
-                self._vad = SileroVAD()
-            self._vad.load()
-            stt = get_stt(self.rt.settings)
-            load = getattr(stt, "load", None)
-            if callable(load):
-                load()
-        except InterviewerError as e:
-            log.info("speech recognition could not load: %s", e)
-        self._lead_voices()  # the reply to this answer may open with one of them
+        yield _shown(it.messages()), "", self._status(it), *self.code.update(it), voice, None
 
     def send_if_auto(
         self,
@@ -464,21 +345,6 @@ class App:
         else:
             yield (gr.update(), gr.update(), gr.update(), *_NO_CHANGE, gr.update(), spoken)
 
-    def _speak(self, it: Interview, voice_on: bool) -> Any:
-        """The interviewer's last message as speech (a WAV path), or no change when muted or unavailable."""
-        if not voice_on or not it.messages():
-            return gr.update()
-        from interviewer.speech import get_tts
-
-        text = it.messages()[-1]["content"].replace("**", "")
-        out = self.rt.settings.data_dir / "audio" / f"{it.session_id}-{len(it.messages())}.wav"
-        try:
-            out.parent.mkdir(parents=True, exist_ok=True)
-            return str(get_tts(self.rt.settings).synthesize(text, out))
-        except InterviewerError as e:
-            gr.Warning(f"The interviewer's voice is unavailable: {e}")
-            return gr.update()
-
     def typing(
         self, answer: str, sid: str | None, owner: str | None, request: gr.Request | None = None
     ) -> None:
@@ -495,7 +361,7 @@ class App:
             if cached is not None and cached[0] == owner and cached[1] == seen:
                 it = cached[2]
             else:
-                it = self._open(sid, owner)
+                it = self.desk.open(sid, owner)
                 self._typing[sid] = (owner, seen, it)
                 self._typing.move_to_end(sid)
                 while len(self._typing) > _TYPING_KEPT:
@@ -504,154 +370,11 @@ class App:
         except InterviewerError as e:
             log.debug("prefill skipped: %s", e)
 
-    def transcribe(
-        self, audio_path: str | None, typed: str, sid: str | None, owner: str | None, request: gr.Request
-    ) -> tuple[str, dict[str, Any] | None]:
-        """The recording as editable text; the current question is the recogniser's context."""
-        self._bounded(typed=typed)
-        if not audio_path:
-            return typed, None
-        from interviewer.speech import get_stt
-
-        context = None
-        if sid:
-            try:
-                q = planner.resume_session(self.rt, self._owner(owner, request), sid, read_only=True).question
-                context = q.question if q else None
-            except InterviewerError:
-                context = None
-        try:
-            tr = get_stt(self.rt.settings).transcribe(audio_path, context=context)
-        except InputError as e:
-            gr.Warning(str(e))
-            return typed, None  # what was typed stays; the recording is not used
-        except InterviewerError as e:
-            raise gr.Error(str(e)) from e
-        return tr.text, {"transcript": tr.text, "seconds": round(tr.seconds, 2)}
-
-    def listen(
-        self,
-        chunk: tuple[int, Any] | None,
-        typed: str,
-        sid: str | None,
-        owner: str | None,
-        turns: int,
-        auto: bool = False,
-        request: gr.Request | None = None,
-    ) -> tuple[Any, Any, Any, Any]:
-        """A microphone chunk (streamed): the transcript grows in the answer box and is prefilled.
-
-        A long enough silence ends the turn: with "send spoken answers at once" ``turns`` goes up (which sends
-        it) and the microphone is ignored until it is sent; without, the next words just go on the answer.
-        """
-        self._bounded(typed=typed)
-        nothing = (gr.update(), gr.update(), turns, gr.update())
-        if chunk is None or not sid:
-            return nothing
-        lock = self._locks.get(sid)
-        if lock is not None and lock.locked():
-            return nothing  # the interviewer is replying: this is not the candidate's turn yet
-        listening = self._spoken.get(sid)
-        if listening is not None and listening.ended:
-            return nothing  # this turn is over and on its way
-        if listening is None:
-            listening = self._spoken[sid] = self._start_listening(typed, sid, owner, request)
-        if listening.answer.error is not None:
-            self._spoken.pop(sid, None)
-            listening.close()
-            gr.Warning(f"Live transcription is unavailable: {listening.answer.error}")
-            return nothing
-        rate, samples = chunk
-        listening.answer.continue_on_end = not auto  # without auto-send a long silence is only a pause
-        update = listening.answer.feed(samples, rate)
-        voice: Any = gr.update()
-        if update.speaking and not listening.interrupted:
-            listening.interrupted = True  # the candidate talks over the interviewer: its voice stops
-            self.stop_voice(sid)
-            voice = None
-        if update.ended and not update.transcript:  # only noise: listen afresh
-            self._spoken.pop(sid, None)
-            listening.close()
-        if not (update.grew or update.ended) or not update.transcript:
-            return gr.update(), gr.update(), turns, voice
-        spoken = {"transcript": update.transcript, "seconds": round(listening.answer.seconds, 2)}
-        listening.ended = update.ended
-        return listening.prefix + update.transcript, spoken, turns + (1 if update.ended else 0), voice
-
-    def listen_stop(
-        self, typed: str, sid: str | None, owner: str | None, turns: int, request: gr.Request | None = None
-    ) -> tuple[Any, Any, Any]:
-        """The microphone stopped before a silence ended the turn: transcribe the rest and end it now."""
-        self._bounded(typed=typed)
-        listening = self._spoken.pop(sid or "", None)
-        if listening is None or listening.ended:
-            return gr.update(), gr.update(), turns  # no answer, or it ended and went out already
-        transcript = listening.answer.finish()
-        listening.close()
-        if not transcript:
-            return gr.update(), gr.update(), turns
-        spoken = {"transcript": transcript, "seconds": round(listening.answer.seconds, 2)}
-        return listening.prefix + transcript, spoken, turns + 1
-
-    def _start_listening(
-        self, typed: str, sid: str, owner: str | None, request: gr.Request | None
-    ) -> _Listening:
-        """A new spoken answer; the recognisers load and the question is read on its worker thread."""
-        from interviewer.speech import get_stt
-        from interviewer.speech_stream import (
-            BackgroundAnswer,
-            ReadAhead,
-            SileroVAD,
-            SpokenAnswer,
-            TurnConfig,
-            chunk_transcriber,
-        )
-
-        who = self._owner(owner, request)
-        prefix = f"{typed.rstrip()} " if typed and typed.strip() else ""
-
-        reader: list[Interview] = []
-
-        def read_ahead(transcript: str) -> None:
-            # The engine reads the answer so far (memoised by the listener) and starts its follow-up (#13):
-            # when the turn ends on this transcript, both are done. "": the candidate speaks again.
-            if not reader:
-                reader.append(planner.resume_session(self.rt, who, sid, read_only=True))
-            if transcript:
-                reader[0].speculate(prefix + transcript)
-            else:
-                reader[0].cancel_speculation()
-
-        ahead = ReadAhead(read_ahead)
-
-        def prefill(transcript: str) -> None:
-            # Queued only: the listening thread keeps up with the microphone. The read-ahead thread reads the
-            # phrase and starts the follow-up, or prefills its prompt (at the level the reading leads to).
-            ahead.submit(transcript)
-
-        def make() -> SpokenAnswer:
-            if self._vad is None:
-                self._vad = SileroVAD()
-            try:
-                q = planner.resume_session(self.rt, who, sid, read_only=True).question
-            except InterviewerError:
-                q = None
-            return SpokenAnswer(
-                chunk_transcriber(get_stt(self.rt.settings)),
-                self._vad.stream(),
-                TurnConfig(end_of_turn_ms=self.rt.settings.end_of_turn_ms),
-                context=q.question if q else None,
-                on_partial=prefill,
-                on_resume=lambda: ahead.submit(""),  # after the read in progress: what it started is dropped
-            )
-
-        return _Listening(BackgroundAnswer(make), prefix, ahead=ahead)
-
     def run_tests(self, code: str, sid: str | None, owner: str | None, request: gr.Request) -> str:
         """Run the open coding question's hidden tests in the sandbox; the verdict is stored with the turn."""
         self._bounded(code=code)
         try:
-            verdict = planner.run_tests(self._open(sid, self._owner(owner, request)), code)
+            verdict = self.desk.run_tests(self.desk.open(sid, self._owner(owner, request)), code)
         except InterviewerError as e:
             raise gr.Error(str(e)) from e
         lines = [
@@ -667,49 +390,6 @@ class App:
         lines.append("\nNow explain your solution in the answer box: the interviewer will ask why.")
         return "\n".join(lines)
 
-    def show_report(self, sid: str | None, owner: str | None, request: gr.Request) -> tuple[str, list[str]]:
-        from interviewer.report import build_report, render_html, render_markdown
-
-        owner = self._owner(owner, request)
-        if not sid:
-            raise gr.Error("no interview yet: start or reopen one first")
-        try:
-            self.rt.wait_for_judge(sid, timeout=180)  # the truth judge may still be rescoring the last answer
-            rep = build_report(self.rt.store, self.rt.bank, sid, owner=owner, scorer=self.rt.scorer())
-        except InterviewerError as e:
-            raise gr.Error(str(e)) from e
-        # A folder per download that nobody can guess; Gradio's copy (the link) expires with its cache.
-        out = self.rt.settings.data_dir / "reports" / secrets.token_hex(16)
-        out.mkdir(parents=True, exist_ok=True)
-        md = render_markdown(rep)
-        html_path, md_path = out / f"report-{sid}.html", out / f"report-{sid}.md"
-        html_path.write_text(render_html(rep), encoding="utf-8")
-        md_path.write_text(md, encoding="utf-8")
-        return md, [str(html_path), str(md_path)]
-
-    def progress(self, owner: str | None, request: gr.Request) -> tuple[Any, str]:
-        import pandas as pd
-
-        from interviewer.report import skill_map
-
-        points = skill_map(self.rt.store, self.rt.bank, owner=self._owner(owner, request))
-        if not points:
-            return pd.DataFrame({"when": [], "score": [], "round": []}), "No scored answers yet."
-        df = pd.DataFrame(
-            {
-                "when": [dt.datetime.fromtimestamp(p.when) for p in points],
-                "score": [p.score for p in points],
-                "round": [Round(p.round).title for p in points],
-                "topic": [p.topic for p in points],
-            }
-        )
-        table = df.groupby(["round", "topic"])["score"].agg(["mean", "count", "last"]).reset_index()
-        lines = ["| round | topic | mean | answers | last |", "|---|---|---|---|---|"]
-        lines += [
-            f"| {r.round} | {r.topic} | {r.mean:.1f} | {r.count} | {r.last:.1f} |" for r in table.itertuples()
-        ]
-        return df, "\n".join(lines)
-
     def clarify(
         self, asked: str, sid: str | None, owner: str | None, request: gr.Request
     ) -> tuple[Chat, str]:
@@ -719,11 +399,11 @@ class App:
             if not ok:
                 raise gr.Error(BUSY)
             try:
-                it = self._open(sid, self._owner(owner, request))
+                it = self.desk.open(sid, self._owner(owner, request))
             except InterviewerError as e:
                 raise gr.Error(str(e)) from e
             try:
-                planner.clarify(it, asked)
+                self.desk.clarify(it, asked)
             except InputError as e:
                 gr.Warning(str(e))
                 return _shown(it.messages()), asked
@@ -731,7 +411,7 @@ class App:
 
     def pause(self, sid: str | None, owner: str | None, request: gr.Request) -> str:
         try:
-            it = self._open(sid, self._owner(owner, request))
+            it = self.desk.open(sid, self._owner(owner, request))
             it.pause()
         except InterviewerError as e:
             raise gr.Error(str(e)) from e
@@ -751,7 +431,7 @@ class App:
                 )
                 raise gr.Error(BUSY)
             try:
-                it = self._open(sid, owner)
+                it = self.desk.open(sid, owner)
                 it.end()
             except InterviewerError as e:
                 log.warning("End round for %s failed: %s", sid, e)
@@ -767,31 +447,28 @@ class App:
         if not sid:
             return gr.update(), gr.update()
         try:
-            it = planner.resume_session(self.rt, self._owner(owner, request), sid, read_only=True)
+            it = self.desk.look(sid, self._owner(owner, request))
         except InterviewerError:
             return gr.update(), gr.update()
         extra = ROUND_ENDED if it.finished else None
         return _shown(it.messages()), self._status(it, extra)
 
     def timer(self, sid: str | None, owner: str | None, request: gr.Request) -> str:
-        seconds = self.rt.settings.answer_seconds
-        if not sid or seconds is None:
+        if not sid or self.rt.settings.answer_seconds is None:
             return ""
         try:
             # Read only: reopening the interview every second would end a pause and race the scorer.
-            row = self.rt.store.get(sid, owner=self._owner(owner, request))
-            st = replay(row.plan, self.rt.store.events(sid))
+            left = self.desk.answer_time_left(sid, self._owner(owner, request))
         except InterviewerError:
             return ""
-        if st.awaiting != "candidate" or st.asked_at is None or st.paused_at is not None:
+        if left is None:
             return ""
-        left = seconds - (time.time() - st.asked_at)
         return f"⏱ {int(left)} s left" if left >= 0 else f"⏱ {int(-left)} s over time"
 
     def list_sessions(self, owner: str | None, request: gr.Request) -> list[list[str]]:
         owner = self._owner(owner, request)
         try:
-            rows = self.rt.store.list(owner=owner)
+            rows = self.desk.sessions(owner)
         except InterviewerError as e:
             raise gr.Error(str(e)) from e
         return [
@@ -806,14 +483,14 @@ class App:
             if not ok:
                 raise gr.Error(BUSY)
             try:
-                it = self._open(sid.strip(), owner)
+                it = self.desk.open(sid.strip(), owner)
             except InterviewerError as e:
                 raise gr.Error(str(e)) from e
             chat = _shown(it.messages())
             if it.awaiting == "interviewer" and not it.finished:
                 it.advance_all()
                 chat = _shown(it.messages())
-        return chat, it.session_id, self._status(it), *self._coding(it)
+        return chat, it.session_id, self._status(it), *self.code.update(it)
 
     def _reachable(self, base_url: str) -> str:
         """The URL if the server may call it (an admin's request; never private ranges)."""
@@ -872,180 +549,208 @@ def build(runtime: Runtime, *, admin: bool = True, report_ttl: int = REPORT_TTL_
     """
     app = App(runtime, admin=admin)
     with gr.Blocks(title="Mock interviewer", delete_cache=(max(1, report_ttl // 3), report_ttl)) as demo:
-        owner = gr.BrowserState(None, storage_key="interviewer-owner")
-        sid = gr.State(None)
-        gr.Markdown("# Mock interviewer\nAuthored questions, two levels of *why*, rubric scores.")
-        banner = gr.Markdown(app.model_banner(), elem_id="model-banner")
-        with gr.Tab("Interview"):
-            with gr.Row():
-                round_dd = gr.Dropdown(ROUND_CHOICES, value=Round.PHONE.value, label="Round", elem_id="round")
-                per_round = gr.Slider(
-                    1, MAX_PER_ROUND, value=3, step=1, label="Questions per round", elem_id="per-round"
-                )
-                weak_first = gr.Checkbox(False, label="Favour my weak topics", elem_id="weak-first")
-                start_btn = gr.Button("Start", variant="primary", elem_id="start")
-            with gr.Accordion("Loop, resume and job posting (optional)", open=False):
-                loop_dd = gr.Dropdown(_loop_choices(), value="", label="Loop preset", elem_id="loop")
-                resume_file = gr.File(
-                    label="Your resume (PDF, Markdown or text)",
-                    file_types=[".pdf", ".md", ".txt"],
-                    elem_id="resume",
-                )
-                posting = gr.Textbox(
-                    label="Job posting (steers rounds and topics)", lines=3, elem_id="posting"
-                )
-                gr.Markdown(app.privacy(), elem_id="privacy")
-            status = gr.Markdown("", elem_id="status")
-            timer_md = gr.Markdown("", elem_id="timer")
-            chat = gr.Chatbot(label="Interview", height=480, elem_id="chat", sanitize_html=True)
-            with gr.Group(visible=False) as code_panel:
-                code_statement = gr.Markdown("", elem_id="code-statement")
-                code = gr.Code(label="Your code", language="python", lines=18, elem_id="code")
-                run_btn = gr.Button("Run tests", elem_id="run-tests")
-                verdict_md = gr.Markdown("", elem_id="verdict")
-            answer = gr.Textbox(
-                label="Your answer", lines=4, placeholder="Type your answer…", elem_id="answer"
-            )
-            with gr.Row():
-                # Streamed: the transcript grows in the answer box while you talk; a pause ends the turn.
-                mic = gr.Audio(
-                    sources=["microphone"],
-                    type="numpy",
-                    streaming=True,
-                    label="Answer out loud (live transcript)",
-                    elem_id="mic",
-                    scale=3,
-                )
-                with gr.Column(scale=1):
-                    voice_on = gr.Checkbox(False, label="Interviewer speaks (unmute)", elem_id="voice-on")
-                    auto_send = gr.Checkbox(False, label="Send spoken answers at once", elem_id="auto-send")
-                    stop_voice_btn = gr.Button("Stop the voice", size="sm", elem_id="stop-voice")
-            with gr.Row():
-                upload = gr.Audio(
-                    sources=["upload"], type="filepath", label="Or upload a recording", elem_id="upload"
-                )
-                # The latest voiced sentence (replayable); the page plays the pieces in order as they come.
-                voice = gr.Audio(label="Interviewer's voice", interactive=False, elem_id="voice")
-            spoken = gr.State(None)
-            # Spoken turns ended by a silence (or by stopping the microphone): a component, not a State, so its
-            # change event fires when a stream event updates it.
-            turns = gr.Number(0, visible=False, precision=0, elem_id="spoken-turns")
-            with gr.Row():
-                send_btn = gr.Button("Send", variant="primary", elem_id="send")
-                clarify_btn = gr.Button("Ask a clarifying question", elem_id="clarify")
-                pause_btn = gr.Button("Pause", elem_id="pause")
-                end_btn = gr.Button("End round", elem_id="end")
-        with gr.Tab("Report"):
-            report_btn = gr.Button("Show report for this interview", elem_id="show-report")
-            report_files = gr.File(
-                label="Download (HTML, Markdown)", file_count="multiple", elem_id="report-files"
-            )
-            report_md = gr.Markdown("", elem_id="report", sanitize_html=True)
-        with gr.Tab("Progress"):
-            progress_btn = gr.Button("Refresh", elem_id="refresh-progress")
-            skill_plot = gr.ScatterPlot(
-                x="when",
-                y="score",
-                color="round",
-                y_lim=[0, 4],
-                label="Scores over time",
-                elem_id="skill-plot",
-            )
-            skill_table = gr.Markdown("", elem_id="skill-table")
-        with gr.Tab("Past sessions"):
-            refresh = gr.Button("Refresh", elem_id="refresh-sessions")
-            table = gr.Dataframe(
-                headers=["id", "updated", "title", "status"], interactive=False, elem_id="sessions"
-            )
-            reopen_id = gr.Textbox(label="Session id to reopen", elem_id="reopen-id")
-            reopen_btn = gr.Button("Reopen", elem_id="reopen")
-        with gr.Tab("Settings"):
-            gr.Markdown(
-                "Point the interviewer at any OpenAI-compatible server, or leave empty for the embedded model."
-            )
-            url = gr.Textbox(label="Base URL", placeholder="http://127.0.0.1:8000/v1", elem_id="base-url")
-            key = gr.Textbox(label="API key", type="password", elem_id="api-key")
-            admin_token = gr.Textbox(
-                label="Admin token (changes the model for everyone)",
-                type="password",
-                visible=app.gate.asks_for_token,
-                elem_id="admin-token",
-            )
-            test_btn = gr.Button("Test connection", elem_id="test-connection")
-            conn = gr.Markdown("", elem_id="connection")
-            model_dd = gr.Dropdown([], label="Model", allow_custom_value=True, elem_id="model")
-            use_btn = gr.Button("Use this model", variant="primary", elem_id="use-model")
-
-        demo.load(app.load, [owner], [owner, banner], api_visibility="private")
-        coding_out = [code_panel, code_statement, code]
-        start_btn.click(
-            app.start,
-            [round_dd, per_round, weak_first, owner, loop_dd, resume_file, posting, voice_on],
-            [chat, sid, owner, status, *coding_out, voice],
-            api_name="start",
-        )
-        send_out = [chat, answer, status, *coding_out, voice, spoken]
-        send_evt = dict(fn=app.send, inputs=[answer, sid, owner, spoken, voice_on], outputs=send_out)
-        send_btn.click(**send_evt, api_name="send")  # type: ignore[arg-type]
-        answer.submit(**send_evt, api_visibility="private")  # type: ignore[arg-type]
-        # Each edit offers the prompt so far to the model server (latest wins; see interviewer/llm/prefill.py).
-        answer.input(
-            app.typing,
-            [answer, sid, owner],
-            None,
-            api_name="typing",
-            trigger_mode="always_last",
-            queue=False,
-            show_progress="hidden",
-        )
-        upload.upload(
-            app.transcribe, [upload, answer, sid, owner], [answer, spoken], api_name="transcribe"
-        ).then(
-            app.send_if_auto,
-            [auto_send, answer, sid, owner, spoken, voice_on],
-            send_out,
-            api_visibility="private",
-        )
-        voice.change(None, [voice], None, js=_VOICE_QUEUE_JS)
-        stop_voice_btn.click(app.stop_voice, [sid], None, js=_VOICE_STOP_JS, api_visibility="private")
-        mic.start_recording(app.mic_start, [sid], None, js=_VOICE_STOP_JS, api_visibility="private")
-        mic.stream(
-            app.listen,
-            [mic, answer, sid, owner, turns, auto_send],
-            [answer, spoken, turns, voice],
-            stream_every=0.25,
-            time_limit=runtime.settings.max_audio_seconds + 30,
-            show_progress="hidden",
-            api_visibility="private",
-        )
-        mic.stop_recording(
-            app.listen_stop, [answer, sid, owner, turns], [answer, spoken, turns], api_visibility="private"
-        )
-        # A spoken turn ended (silence, or the microphone stopped): send it at once when the candidate chose to.
-        turns.change(
-            app.send_if_auto,
-            [auto_send, answer, sid, owner, spoken, voice_on],
-            send_out,
-            api_visibility="private",
-        )
-        clarify_btn.click(app.clarify, [answer, sid, owner], [chat, answer], api_name="clarify")
-        pause_btn.click(app.pause, [sid, owner], [status], api_name="pause")
-        end_btn.click(app.end_round, [sid, owner], [chat, status], api_name="end_round").then(
-            app.view, [sid, owner], [chat, status], api_visibility="private", show_progress="hidden"
-        )
-        gr.Timer(1.0).tick(
-            app.timer, [sid, owner], [timer_md], api_visibility="private", show_progress="hidden"
-        )
-        refresh.click(app.list_sessions, [owner], [table], api_name="sessions")
-        reopen_btn.click(app.reopen, [reopen_id, owner], [chat, sid, status, *coding_out], api_name="reopen")
-        run_btn.click(app.run_tests, [code, sid, owner], [verdict_md], api_name="run_tests")
-        report_btn.click(app.show_report, [sid, owner], [report_md, report_files], api_name="report")
-        progress_btn.click(app.progress, [owner], [skill_plot, skill_table], api_name="progress")
-        test_btn.click(
-            app.test_connection, [url, key, admin_token], [conn, model_dd], api_name="test_connection"
-        )
-        use_btn.click(app.use_model, [url, key, model_dd, admin_token], [conn, banner], api_name="use_model")
+        c = SimpleNamespace(demo=demo)  # the page's components, by name
+        _header(app, c)
+        _interview_tab(app, c)
+        _side_tabs(app, c)
+        _wire_interview(app, c, runtime)
+        _wire_panels(app, c)
     return demo
+
+
+def _header(app: App, c: SimpleNamespace) -> None:
+    """The title, the owner token kept in the browser, the session id and the model banner."""
+    c.owner = gr.BrowserState(None, storage_key="interviewer-owner")
+    c.sid = gr.State(None)
+    gr.Markdown("# Mock interviewer\nAuthored questions, two levels of *why*, rubric scores.")
+    c.banner = gr.Markdown(app.model_banner(), elem_id="model-banner")
+
+
+def _interview_tab(app: App, c: SimpleNamespace) -> None:
+    """The interview: round choice, chat, code panel, answer box, microphone and the turn's buttons."""
+    with gr.Tab("Interview"):
+        with gr.Row():
+            c.round_dd = gr.Dropdown(ROUND_CHOICES, value=Round.PHONE.value, label="Round", elem_id="round")
+            c.per_round = gr.Slider(
+                1, MAX_PER_ROUND, value=3, step=1, label="Questions per round", elem_id="per-round"
+            )
+            c.weak_first = gr.Checkbox(False, label="Favour my weak topics", elem_id="weak-first")
+            c.start_btn = gr.Button("Start", variant="primary", elem_id="start")
+        with gr.Accordion("Loop, resume and job posting (optional)", open=False):
+            c.loop_dd = gr.Dropdown(_loop_choices(), value="", label="Loop preset", elem_id="loop")
+            c.resume_file = gr.File(
+                label="Your resume (PDF, Markdown or text)",
+                file_types=[".pdf", ".md", ".txt"],
+                elem_id="resume",
+            )
+            c.posting = gr.Textbox(label="Job posting (steers rounds and topics)", lines=3, elem_id="posting")
+            gr.Markdown(app.privacy(), elem_id="privacy")
+        c.status = gr.Markdown("", elem_id="status")
+        c.timer_md = gr.Markdown("", elem_id="timer")
+        c.chat = gr.Chatbot(label="Interview", height=480, elem_id="chat", sanitize_html=True)
+        with gr.Group(visible=False) as c.code_panel:
+            c.code_statement = gr.Markdown("", elem_id="code-statement")
+            c.code = gr.Code(label="Your code", language="python", lines=18, elem_id="code")
+            c.run_btn = gr.Button("Run tests", elem_id="run-tests")
+            c.verdict_md = gr.Markdown("", elem_id="verdict")
+        c.answer = gr.Textbox(label="Your answer", lines=4, placeholder="Type your answer…", elem_id="answer")
+        with gr.Row():
+            # Streamed: the transcript grows in the answer box while you talk; a pause ends the turn.
+            c.mic = gr.Audio(
+                sources=["microphone"],
+                type="numpy",
+                streaming=True,
+                label="Answer out loud (live transcript)",
+                elem_id="mic",
+                scale=3,
+            )
+            with gr.Column(scale=1):
+                c.voice_on = gr.Checkbox(False, label="Interviewer speaks (unmute)", elem_id="voice-on")
+                c.auto_send = gr.Checkbox(False, label="Send spoken answers at once", elem_id="auto-send")
+                c.stop_voice_btn = gr.Button("Stop the voice", size="sm", elem_id="stop-voice")
+        with gr.Row():
+            c.upload = gr.Audio(
+                sources=["upload"], type="filepath", label="Or upload a recording", elem_id="upload"
+            )
+            # The latest voiced sentence (replayable); the page plays the pieces in order as they come.
+            c.voice = gr.Audio(label="Interviewer's voice", interactive=False, elem_id="voice")
+        c.spoken = gr.State(None)
+        # Spoken turns ended by a silence (or by stopping the microphone): a component, not a State, so its
+        # change event fires when a stream event updates it.
+        c.turns = gr.Number(0, visible=False, precision=0, elem_id="spoken-turns")
+        with gr.Row():
+            c.send_btn = gr.Button("Send", variant="primary", elem_id="send")
+            c.clarify_btn = gr.Button("Ask a clarifying question", elem_id="clarify")
+            c.pause_btn = gr.Button("Pause", elem_id="pause")
+            c.end_btn = gr.Button("End round", elem_id="end")
+
+
+def _side_tabs(app: App, c: SimpleNamespace) -> None:
+    """The report, progress, past sessions and settings tabs."""
+    with gr.Tab("Report"):
+        c.report_btn = gr.Button("Show report for this interview", elem_id="show-report")
+        c.report_files = gr.File(
+            label="Download (HTML, Markdown)", file_count="multiple", elem_id="report-files"
+        )
+        c.report_md = gr.Markdown("", elem_id="report", sanitize_html=True)
+    with gr.Tab("Progress"):
+        c.progress_btn = gr.Button("Refresh", elem_id="refresh-progress")
+        c.skill_plot = gr.ScatterPlot(
+            x="when",
+            y="score",
+            color="round",
+            y_lim=[0, 4],
+            label="Scores over time",
+            elem_id="skill-plot",
+        )
+        c.skill_table = gr.Markdown("", elem_id="skill-table")
+    with gr.Tab("Past sessions"):
+        c.refresh = gr.Button("Refresh", elem_id="refresh-sessions")
+        c.table = gr.Dataframe(
+            headers=["id", "updated", "title", "status"], interactive=False, elem_id="sessions"
+        )
+        c.reopen_id = gr.Textbox(label="Session id to reopen", elem_id="reopen-id")
+        c.reopen_btn = gr.Button("Reopen", elem_id="reopen")
+    with gr.Tab("Settings"):
+        gr.Markdown(
+            "Point the interviewer at any OpenAI-compatible server, or leave empty for the embedded model."
+        )
+        c.url = gr.Textbox(label="Base URL", placeholder="http://127.0.0.1:8000/v1", elem_id="base-url")
+        c.key = gr.Textbox(label="API key", type="password", elem_id="api-key")
+        c.admin_token = gr.Textbox(
+            label="Admin token (changes the model for everyone)",
+            type="password",
+            visible=app.gate.asks_for_token,
+            elem_id="admin-token",
+        )
+        c.test_btn = gr.Button("Test connection", elem_id="test-connection")
+        c.conn = gr.Markdown("", elem_id="connection")
+        c.model_dd = gr.Dropdown([], label="Model", allow_custom_value=True, elem_id="model")
+        c.use_btn = gr.Button("Use this model", variant="primary", elem_id="use-model")
+
+
+def _wire_interview(app: App, c: SimpleNamespace, runtime: Runtime) -> None:
+    """Start, send (typed or spoken), the live transcript and the interviewer's voice."""
+    c.demo.load(app.load, [c.owner], [c.owner, c.banner], api_visibility="private")
+    c.coding_out = [c.code_panel, c.code_statement, c.code]
+    c.start_btn.click(
+        app.start,
+        [c.round_dd, c.per_round, c.weak_first, c.owner, c.loop_dd, c.resume_file, c.posting, c.voice_on],
+        [c.chat, c.sid, c.owner, c.status, *c.coding_out, c.voice],
+        api_name="start",
+    )
+    send_out = [c.chat, c.answer, c.status, *c.coding_out, c.voice, c.spoken]
+    send_evt = dict(fn=app.send, inputs=[c.answer, c.sid, c.owner, c.spoken, c.voice_on], outputs=send_out)
+    c.send_btn.click(**send_evt, api_name="send")
+    c.answer.submit(**send_evt, api_visibility="private")
+    # Each edit offers the prompt so far to the model server (latest wins; see interviewer/llm/prefill.py).
+    c.answer.input(
+        app.typing,
+        [c.answer, c.sid, c.owner],
+        None,
+        api_name="typing",
+        trigger_mode="always_last",
+        queue=False,
+        show_progress="hidden",
+    )
+    c.upload.upload(
+        app.transcribe, [c.upload, c.answer, c.sid, c.owner], [c.answer, c.spoken], api_name="transcribe"
+    ).then(
+        app.send_if_auto,
+        [c.auto_send, c.answer, c.sid, c.owner, c.spoken, c.voice_on],
+        send_out,
+        api_visibility="private",
+    )
+    c.voice.change(None, [c.voice], None, js=_VOICE_QUEUE_JS)
+    c.stop_voice_btn.click(app.stop_voice, [c.sid], None, js=_VOICE_STOP_JS, api_visibility="private")
+    c.mic.start_recording(app.mic_start, [c.sid], None, js=_VOICE_STOP_JS, api_visibility="private")
+    c.mic.stream(
+        app.listen,
+        [c.mic, c.answer, c.sid, c.owner, c.turns, c.auto_send],
+        [c.answer, c.spoken, c.turns, c.voice],
+        stream_every=0.25,
+        time_limit=runtime.settings.max_audio_seconds + 30,
+        show_progress="hidden",
+        api_visibility="private",
+    )
+    c.mic.stop_recording(
+        app.listen_stop,
+        [c.answer, c.sid, c.owner, c.turns],
+        [c.answer, c.spoken, c.turns],
+        api_visibility="private",
+    )
+    # A spoken turn ended (silence, or the microphone stopped): send it at once when the candidate chose to.
+    c.turns.change(
+        app.send_if_auto,
+        [c.auto_send, c.answer, c.sid, c.owner, c.spoken, c.voice_on],
+        send_out,
+        api_visibility="private",
+    )
+
+
+def _wire_panels(app: App, c: SimpleNamespace) -> None:
+    """The turn's other buttons, the timer and the side tabs."""
+    c.clarify_btn.click(app.clarify, [c.answer, c.sid, c.owner], [c.chat, c.answer], api_name="clarify")
+    c.pause_btn.click(app.pause, [c.sid, c.owner], [c.status], api_name="pause")
+    c.end_btn.click(app.end_round, [c.sid, c.owner], [c.chat, c.status], api_name="end_round").then(
+        app.view, [c.sid, c.owner], [c.chat, c.status], api_visibility="private", show_progress="hidden"
+    )
+    gr.Timer(1.0).tick(
+        app.timer, [c.sid, c.owner], [c.timer_md], api_visibility="private", show_progress="hidden"
+    )
+    c.refresh.click(app.list_sessions, [c.owner], [c.table], api_name="sessions")
+    c.reopen_btn.click(
+        app.reopen, [c.reopen_id, c.owner], [c.chat, c.sid, c.status, *c.coding_out], api_name="reopen"
+    )
+    c.run_btn.click(app.run_tests, [c.code, c.sid, c.owner], [c.verdict_md], api_name="run_tests")
+    c.report_btn.click(app.show_report, [c.sid, c.owner], [c.report_md, c.report_files], api_name="report")
+    c.progress_btn.click(app.progress, [c.owner], [c.skill_plot, c.skill_table], api_name="progress")
+    c.test_btn.click(
+        app.test_connection, [c.url, c.key, c.admin_token], [c.conn, c.model_dd], api_name="test_connection"
+    )
+    c.use_btn.click(
+        app.use_model, [c.url, c.key, c.model_dd, c.admin_token], [c.conn, c.banner], api_name="use_model"
+    )
 
 
 def launch(
