@@ -59,15 +59,15 @@ class Settings(BaseSettings):
     retrieval: bool = True  # False: no study-material index; follow-ups lean on the authored why-chain only
     answer_seconds: int | None = Field(default=None, gt=0)  # optional per-answer timer
     max_answer_chars: int = Field(default=20_000, gt=0)
-    # The truth judge (issue 11): per key point, the model says stated / contradicted / absent while the
+    # The truth judge: per key point, the model says stated / contradicted / absent while the
     # candidate reads the next question, and the question is rescored with it. INTERVIEWER_JUDGE=0: offline only.
     judge: bool = True
     # How much the judge's verdicts count against the offline signal (0-1). Low: the embedded 1.5B model's
     # verdicts are worse than the offline ones on every trap-set label, and no question-level fold gained a
-    # held-out pair from it (BENCHMARKS.md, "Truth judge (#11)"). Measure a stronger server with
+    # held-out pair from it (BENCHMARKS.md, "Truth judge"). Measure a stronger server with
     # benchmarks/bench_judge.py and raise this for it.
     judge_weight: float = Field(default=0.1, ge=0.0, le=1.0)
-    # The interviewer reads each answer before choosing its follow-up (issue 12: challenge a wrong claim, hint,
+    # The interviewer reads each answer before choosing its follow-up (challenge a wrong claim, hint,
     # redirect, answer a question back, go deeper). INTERVIEWER_LISTEN=0: the authored two whys, in order.
     listen: bool = True
     # The key that signs browser owner tokens. Unset: a random key kept in the data dir (one process). Several
@@ -80,7 +80,7 @@ class Settings(BaseSettings):
     admin_token: str | None = Field(default=None, min_length=32, repr=False)
     host: str = "127.0.0.1"
     port: int = Field(default=7860, ge=0, le=65535)
-    # Speech (issue 6): a separate OpenAI-compatible audio server, when set.
+    # Speech: a separate OpenAI-compatible audio server, when set.
     audio_base_url: str | None = None
     audio_api_key: str | None = None
     audio_stt_model: str = "whisper-1"  # model names sent to that server

@@ -272,7 +272,7 @@ class Listener:
         self._neighbours = list(neighbours)
         self._generic: set[str] | None = None
         # The last readings (or the events of readings in progress): a spoken answer is read ahead, as its
-        # transcript grows, so the one sent at the end of the turn is usually read already (#13).
+        # transcript grows, so the one sent at the end of the turn is usually read already.
         self._recent: OrderedDict[tuple[str, int, str, str], Reading | threading.Event] = OrderedDict()
         self._recent_lock = threading.Lock()
 
@@ -494,7 +494,7 @@ _BRIDGES = (
     "Let's take that one step further.",
     "Let me ask about your reasoning there.",
 )
-# Fixed sentences the interviewer opens a reply with: the voice synthesizes them once, ahead of time (#13).
+# Fixed sentences the interviewer opens a reply with: the voice synthesizes them once, ahead of time.
 SPOKEN_LEADS: tuple[str, ...] = (
     *_ACKS,
     _DEEPEN_ACK,

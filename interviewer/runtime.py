@@ -55,7 +55,7 @@ class Runtime:
         self._retriever_lock = threading.Lock()
         self._retriever_failed: str | None = None
         self._scorer: RubricScorer | None = None
-        self._judge: BackgroundJudge | None = None  # the truth judge over the current model (issue 11)
+        self._judge: BackgroundJudge | None = None  # the truth judge over the current model
         self._judge_port: ChatPort | None = None
         self._listener: Listener | None = None
         self._scorer_lock = threading.Lock()

@@ -348,7 +348,7 @@ class App:
     def typing(
         self, answer: str, sid: str | None, owner: str | None, request: gr.Request | None = None
     ) -> None:
-        """While the candidate types: send the follow-up prompt so far to the model server (#13 prefill)."""
+        """While the candidate types: send the follow-up prompt so far to the model server (prefill)."""
         if isinstance(answer, str) and len(answer) > self.rt.settings.max_answer_chars:
             return  # never prefilled; Send names the limit (a message per keystroke would not help)
         self._bounded(answer=answer)

@@ -268,7 +268,7 @@ class Voice:
         reader: list[Interview] = []
 
         def read_ahead(transcript: str) -> None:
-            # The engine reads the answer so far (memoised by the listener) and starts its follow-up (#13):
+            # The engine reads the answer so far (memoised by the listener) and starts its follow-up:
             # when the turn ends on this transcript, both are done. "": the candidate speaks again.
             if not reader:
                 reader.append(self.desk.look(sid, who))
