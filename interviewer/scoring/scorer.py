@@ -227,17 +227,7 @@ class RubricScorer:
         con = stages.contradictions(enc, spec, seen, cov, judged, self.judge_weight)
         gap = self._neighbours.gap(enc, spec, seen.main) if seen.answered else None
         chk = stages.checks(spec, seen.main)
-        llm = stages.LLMGrading()
-        if self.use_judge and seen.answered:
-            llm = stages.llm_grading(
-                enc,
-                self.judge_model,
-                spec,
-                seen.main,
-                use_quotes=self.use_quotes,
-                samples=self.judge_samples,
-                quote_min_similarity=self.quote_min_similarity,
-            )
+        llm = self._llm_grading(spec, seen)
         reads = stages.readings(spec, seen, self.reader)
         level = stages.calibration(con.level, llm, chk, passed)
         results = chk.results + ([level.code] if level.code else [])
@@ -290,6 +280,20 @@ class RubricScorer:
             + depth_notes
             + cap_notes
             + [a.note for a in adjustments],
+        )
+
+    def _llm_grading(self, spec: RubricSpec, seen: stages.ScreenedAnswers) -> stages.LLMGrading:
+        """Quotes and the rubric judge from the judge model, when there is one and an answer to grade."""
+        if not (self.use_judge and seen.answered):
+            return stages.LLMGrading()
+        return stages.llm_grading(
+            self.encoder,
+            self.judge_model,
+            spec,
+            seen.main,
+            use_quotes=self.use_quotes,
+            samples=self.judge_samples,
+            quote_min_similarity=self.quote_min_similarity,
         )
 
     # ------------------------------------------------------------------------------------------------
