@@ -27,7 +27,7 @@ from interviewer.content import Bank, Question, Round
 from interviewer.errors import InputError, InterviewerError, SessionNotFound
 from interviewer.scoring.models import KeyPointVerdict, QuestionScore
 from interviewer.store import SessionStore
-from interviewer.text import clean, is_blank
+from interviewer.text import FOLLOW_UP_STOP_WORDS, clean, is_blank
 
 log = logging.getLogger(__name__)
 
@@ -133,15 +133,7 @@ def plan_questions(
 
 # -- follow-up validation -------------------------------------------------------------------------
 
-_STOP = frozenset(
-    (
-        "a an the and or but if then than that this these those is are was were be been being do does did "
-        "of to in on at by for with about into from as it its it's you your yours we our they their them he "
-        "she what which who whom why how when where would could should can will may might must shall not no "
-        "yes so such very just also more most less least any some each every other there here have has had "
-        "i me my mine one two question answer said say tell explain"
-    ).split()
-)
+_STOP = FOLLOW_UP_STOP_WORDS
 _WORD = re.compile(r"[a-z0-9][a-z0-9+\-_.]*")
 
 
