@@ -14,20 +14,13 @@ import numpy as np
 from interviewer.content.models import Question
 from interviewer.embeddings import Embedder
 from interviewer.errors import InputError
+from interviewer.text import CLARIFY_STOP_WORDS
 
 MAX_CLARIFY_CHARS = 1_000
 NOT_SPECIFIED = "That's not specified; state your assumption and go on."
 NO_SCENARIO = "This question has no further specifics; state your assumption and go on."
 
-_STOP = frozenset(
-    (
-        "a an the and or but if of to in on at by for with about into from as is are was were be been do does "
-        "did it its this that these those there what which who how when where why would could should can will "
-        "may might must i we you your our they me my any some much many there here have has had need needs "
-        "needed assume assuming expect expected okay ok so just also like please tell know want go get use "
-        "question clarify clarification us it's what's per each every"
-    ).split()
-)
+_STOP = CLARIFY_STOP_WORDS
 # Interview words that mean the same requirement; each word maps to a canonical concept.
 _SYNONYMS: dict[str, str] = {}
 for _canon, _words in {

@@ -526,30 +526,28 @@ def grade(
     """Score any answers against a reference answer or a rubric."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    from interviewer.scoring.scorer import grade_file
+    from interviewer.scoring.batch import grade_file
 
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
     rt = None
     try:
         with Progress(*columns, console=err) as bar:
-            if not judge:
-                task = bar.add_task("scoring", total=None)
-                n = grade_file(input, output, progress=lambda d, t: bar.update(task, completed=d, total=t))
-            else:
+            model, weight = None, 0.5
+            if judge:
                 from interviewer.runtime import Runtime
-                from interviewer.scoring.judge import judge_graded_file
 
                 settings = _settings(base_url=base_url, api_key=api_key)
                 rt = Runtime(settings)
                 model = rt.model(progress=lambda m: bar.console.print(f"[dim]{escape(m)}[/dim]"))
-                task = bar.add_task(f"judging with {model.name}", total=None)
-                n = judge_graded_file(
-                    input,
-                    output,
-                    model,
-                    judge_weight=settings.judge_weight,
-                    progress=lambda d, t: bar.update(task, completed=d, total=t),
-                )
+                weight = settings.judge_weight
+            task = bar.add_task(f"judging with {model.name}" if model else "scoring", total=None)
+            n = grade_file(
+                input,
+                output,
+                judge_model=model,
+                judge_weight=weight,
+                progress=lambda d, t: bar.update(task, completed=d, total=t),
+            )
     except InterviewerError as e:
         _fail(e)
     finally:

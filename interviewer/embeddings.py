@@ -27,6 +27,7 @@ from langchain_core.embeddings import Embeddings as _LCEmbeddings
 
 from interviewer.errors import EmbeddedModelError
 from interviewer.native import native_call
+from interviewer.text import CORE_STOP_WORDS
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -224,11 +225,7 @@ def default_embedder() -> MiniLMEmbedder:
 
 _TOKEN = re.compile(r"[a-z0-9]+(?:[+#][+#]?)?")
 # Very common words carry no topic; dropping them keeps the fake's neighbours meaningful.
-_STOP_WORDS = (
-    "a an and are as at be by can do does for from how i in is it its of on or that the this to was what "
-    "when which who why will with you your"
-)
-_STOP = frozenset(_STOP_WORDS.split())
+_STOP = CORE_STOP_WORDS
 
 
 class HashingEmbedder:

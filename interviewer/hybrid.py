@@ -18,17 +18,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from interviewer.text import RETRIEVAL_STOP_WORDS
+
 # Words that carry no topic in a question ("how would you explain why ..."), dropped from BM25 queries.
-_STOP = frozenset(
-    (
-        "a an the of to in on for and or is are was were be been being it its this that these those with as by "
-        "at from into than then so such which who whom what when where why how do does did not no can could "
-        "will would shall should may might must has have had i you he she we they them their there here if but "
-        "also about over under between through during each any all some more most other only own same very just "
-        "your my me our us one walk tell explain describe give example time use using used versus vs between "
-        "difference different actually ever still get"
-    ).split()
-)
+_STOP = RETRIEVAL_STOP_WORDS
 _TOKEN = re.compile(r"[a-z0-9]+(?:\+\+|#)?")
 
 

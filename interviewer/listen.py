@@ -36,6 +36,7 @@ from interviewer.embeddings import Embedder
 
 # The shared clause reader: the scorer caps a criterion on the same reading the interviewer challenges.
 from interviewer.scoring.claims import clauses, contradictions_asserted
+from interviewer.text import LISTEN_STOP_WORDS
 
 Kind = Literal["asks_back", "idk", "too_short", "off_topic", "contradicts", "covered", "partial", "answer"]
 Move = Literal[
@@ -48,17 +49,7 @@ STAYS: frozenset[str] = frozenset({"clarify", "hint", "encourage", "expand", "re
 
 # -- words ----------------------------------------------------------------------------------------
 
-_STOP = frozenset(
-    (
-        "a an the and or but if then than that this these those is are was were be been being do does did "
-        "of to in on at by for with about into from as it its it's you your yours we our they their them he "
-        "she what which who whom why how when where would could should can will may might must shall not no "
-        "yes so such very just also more most less least any some each every other there here have has had "
-        "i me my mine one two question answer said say tell explain think guess really actually basically "
-        "like well know mean sure thing things lot get got make makes made use used using way ways because "
-        "only still even much many all both per via over under up down out off"
-    ).split()
-)
+_STOP = LISTEN_STOP_WORDS
 _WORD = re.compile(r"[a-z0-9][a-z0-9+\-_.]*")
 _TOKEN = re.compile(r"[a-z0-9]+")
 

@@ -155,11 +155,6 @@ def weights_from_posting(text: str) -> dict[str, float]:
     return analyze_posting(text).round_weights
 
 
-def topic_weights_from_posting(text: str) -> dict[str, float]:
-    """Topic tag -> weight from the posting (tags match substrings of question ids, topics, seed topics)."""
-    return analyze_posting(text).topic_weights
-
-
 def question_weight(q: Question, topic_weights: dict[str, float]) -> float:
     """How much a posting's topics favour ``q``."""
     hay = " ".join([q.id, q.topic, q.track or "", *q.seed_topics]).lower().replace(" ", "-")

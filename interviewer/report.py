@@ -180,47 +180,68 @@ def build_report(
     events = store.events(session_id)
     st = replay(row.plan, events)
     if scorer is not None:
-        for qid, answers in st.answers.items():
-            if qid not in st.scores and answers and qid in bank.questions:
-                st.scores[qid] = scorer.score(
-                    bank.get(qid), answers, last_code_run_passed(st, qid), hints=hinted_levels(st.turns, qid)
-                )
+        _score_unscored(st, bank, scorer)
     answered_events: dict[str, list[Any]] = defaultdict(list)
     for ev in events:
         if ev.kind == "answered":
             answered_events[ev.payload["qid"]].append(ev.payload)
+    rounds = [_round_report(Round(r), st, bank, answered_events) for r in st.rounds]
+    strongest, weakest = _strongest_and_weakest(rounds)
+    return Report(
+        session_id=session_id,
+        title=row.title,
+        created=row.created,
+        status=st.end_reason or row.status,
+        rounds=rounds,
+        overall_signal=_overall_signal(rounds),
+        strongest=strongest,
+        weakest=weakest,
+        study_plan=_study_plan(rounds),
+        delivery=_delivery(answered_events),
+    )
 
-    rounds: list[RoundReport] = []
-    for r in st.rounds:
-        qs = [
-            _question_report(bank.get(qid), st, answered_events)
-            for qid in st.plan
-            if bank.get(qid).round.value == r
-        ]
-        scored = [x.score for x in qs if x.score is not None]
-        mean_score = round(mean(s.overall for s in scored), 2) if scored else None
-        depth = mean(s.why_depth for s in scored) if scored else None
-        crit: dict[str, list[int]] = defaultdict(list)
-        for s in scored:
-            for c in s.criteria:
-                crit[c.criterion].append(c.level)
-        coding_failed = sum(1 for x in qs if x.code_runs and not x.code_runs[-1].passed)
-        contradicted = sum(1 for s in scored if any(c.status == "contradicted" for c in s.criteria))
-        signal, reasons = _signal(mean_score, depth, coding_failed, len(scored), contradicted)
-        not_reached = sum(1 for x in qs if x.status == "not reached")
-        if not_reached:
-            reasons.append(f"{not_reached} question(s) not reached")
-        rounds.append(
-            RoundReport(
-                round=Round(r),
-                mean_score=mean_score,
-                signal=signal,
-                reasons=reasons,
-                criteria={k: round(mean(v), 2) for k, v in crit.items()},
-                questions=qs,
+
+def _score_unscored(st: State, bank: Bank, scorer: Scorer) -> None:
+    """Score the answered questions the session did not score (in ``st``)."""
+    for qid, answers in st.answers.items():
+        if qid not in st.scores and answers and qid in bank.questions:
+            st.scores[qid] = scorer.score(
+                bank.get(qid), answers, last_code_run_passed(st, qid), hints=hinted_levels(st.turns, qid)
             )
-        )
 
+
+def _round_report(r: Round, st: State, bank: Bank, answered_events: dict[str, list[Any]]) -> RoundReport:
+    """One round: its questions, mean score, mean level per criterion and the practice signal with reasons."""
+    qs = [
+        _question_report(bank.get(qid), st, answered_events)
+        for qid in st.plan
+        if bank.get(qid).round.value == r
+    ]
+    scored = [x.score for x in qs if x.score is not None]
+    mean_score = round(mean(s.overall for s in scored), 2) if scored else None
+    depth = mean(s.why_depth for s in scored) if scored else None
+    crit: dict[str, list[int]] = defaultdict(list)
+    for s in scored:
+        for c in s.criteria:
+            crit[c.criterion].append(c.level)
+    coding_failed = sum(1 for x in qs if x.code_runs and not x.code_runs[-1].passed)
+    contradicted = sum(1 for s in scored if any(c.status == "contradicted" for c in s.criteria))
+    signal, reasons = _signal(mean_score, depth, coding_failed, len(scored), contradicted)
+    not_reached = sum(1 for x in qs if x.status == "not reached")
+    if not_reached:
+        reasons.append(f"{not_reached} question(s) not reached")
+    return RoundReport(
+        round=r,
+        mean_score=mean_score,
+        signal=signal,
+        reasons=reasons,
+        criteria={k: round(mean(v), 2) for k, v in crit.items()},
+        questions=qs,
+    )
+
+
+def _strongest_and_weakest(rounds: list[RoundReport]) -> tuple[list[str], list[str]]:
+    """Up to three topics scored >= 2.5 (best first) and three below it (worst first)."""
     by_topic: dict[str, list[float]] = defaultdict(list)
     for rr in rounds:
         for qr in rr.questions:
@@ -229,7 +250,11 @@ def build_report(
     ranked = sorted(((mean(v), k) for k, v in by_topic.items()), reverse=True)
     strongest = [f"{k} ({s:.1f}/4)" for s, k in ranked[:3] if s >= 2.5]
     weakest = [f"{k} ({s:.1f}/4)" for s, k in reversed(ranked[-3:]) if s < 2.5]
+    return strongest, weakest
 
+
+def _study_plan(rounds: list[RoundReport]) -> list[StudyItem]:
+    """What to study next: every scored question with a gap (low score, broken why-chain, misses, hints)."""
     study: list[StudyItem] = []
     for rr in rounds:
         for qr in rr.questions:
@@ -249,7 +274,11 @@ def build_report(
                 study.append(
                     StudyItem(topic=qr.topic, question_id=qr.id, why=", ".join(gaps), documents=qr.knowledge)
                 )
+    return study
 
+
+def _overall_signal(rounds: list[RoundReport]) -> Signal:
+    """The session's practice signal over its scored rounds."""
     scored_rounds = [rr for rr in rounds if rr.mean_score is not None]
     overall_mean = (
         mean(rr.mean_score for rr in scored_rounds if rr.mean_score is not None) if scored_rounds else None
@@ -263,19 +292,7 @@ def build_report(
     overall, _ = _signal(
         overall_mean, overall_depth, overall_failed, sum(len(rr.questions) for rr in scored_rounds)
     )
-
-    return Report(
-        session_id=session_id,
-        title=row.title,
-        created=row.created,
-        status=st.end_reason or row.status,
-        rounds=rounds,
-        overall_signal=overall,
-        strongest=strongest,
-        weakest=weakest,
-        study_plan=study,
-        delivery=_delivery(answered_events),
-    )
+    return overall
 
 
 def _delivery(answered: dict[str, list[Any]]) -> Delivery | None:
@@ -314,6 +331,7 @@ def _md_escape(text: str) -> str:
 
 
 def render_markdown(rep: Report) -> str:
+    """The report as Markdown (candidate text escaped: no HTML, links or images from it)."""
     when = dt.datetime.fromtimestamp(rep.created).strftime("%Y-%m-%d %H:%M")
     out = [
         f"# Feedback report: {html.escape(rep.title, quote=False)}",
@@ -328,62 +346,7 @@ def render_markdown(rep: Report) -> str:
         out.append("**Weakest:** " + "; ".join(rep.weakest))
     out.append("")
     for rr in rep.rounds:
-        ms = f"{rr.mean_score:.1f}/4" if rr.mean_score is not None else "not scored"
-        out += [
-            f"## {rr.round.title}: {ms}, practice signal: {rr.signal}",
-            "",
-            "Reasons: " + "; ".join(rr.reasons),
-            "",
-        ]
-        if rr.criteria:
-            out += ["| criterion | mean level (0-4) |", "|---|---|"]
-            out += [f"| {k} | {v:.1f} |" for k, v in rr.criteria.items()]
-            out.append("")
-        for q in rr.questions:
-            out.append(f"### {html.escape(q.question, quote=False)}")  # may quote the resume
-            out.append("")
-            if q.status == "not reached":
-                out += ["_Not reached in this session._", ""]
-                continue
-            if q.score:
-                s = q.score
-                out.append(
-                    f"Score **{s.overall:.1f}/4**, why-chain depth **{s.why_depth}/2**, "
-                    f"methods: {', '.join(s.methods) or 'n/a'}."
-                )
-                out.append("")
-                for c in s.criteria:
-                    why = f" \u2014 {_md_escape(c.reason)}" if c.reason else ""
-                    out.append(f"- **{c.criterion}**: level {c.level} ({c.method}){why}")
-                    if c.contradicted_by:
-                        out.append(f"  - contradicted by: \u201c{_md_escape(c.contradicted_by)}\u201d")
-                    for ev in c.evidence[:3]:
-                        out.append(f"  - evidence: \u201c{_md_escape(ev)}\u201d")
-                for ch in s.checks:
-                    mark = "✓" if ch.passed else "✗"
-                    out.append(
-                        f"- check {mark} {ch.name}: expected {ch.expected}, found {ch.found or 'nothing'}"
-                    )
-                if s.key_points_missed:
-                    out.append("- missed key points: " + "; ".join(s.key_points_missed))
-                for a in s.adjustments:  # what a hint cost, what a push step earned
-                    out.append(f"- {_md_escape(a.note)}")
-            else:
-                out.append("_Answered, not scored._")
-            for run in q.code_runs[-1:]:
-                out.append(f"- hidden tests: {'all passed' if run.passed else 'failing'}")
-                for f in run.failing[:5]:
-                    out.append(f"  - {_md_escape(f)}")
-            timed = [t for t in q.times if t.seconds is not None]
-            if timed:
-                out.append(
-                    "- time per answer: "
-                    + ", ".join(
-                        f"L{t.level} {t.seconds:.0f}s{' (over)' if t.over_time else ''}" for t in timed
-                    )
-                )
-            out.append("- key ideas of a strong answer: " + html.escape("; ".join(q.key_ideas), quote=False))
-            out.append("")
+        out += _md_round(rr)
     if rep.delivery:
         d = rep.delivery
         out += ["## Delivery (spoken answers)", ""]
@@ -397,6 +360,66 @@ def render_markdown(rep: Report) -> str:
         out.append(f"- **{item.topic}** ({item.why}): read {docs}")
     out.append("")
     return "\n".join(out)
+
+
+def _md_round(rr: RoundReport) -> list[str]:
+    ms = f"{rr.mean_score:.1f}/4" if rr.mean_score is not None else "not scored"
+    out = [
+        f"## {rr.round.title}: {ms}, practice signal: {rr.signal}",
+        "",
+        "Reasons: " + "; ".join(rr.reasons),
+        "",
+    ]
+    if rr.criteria:
+        out += ["| criterion | mean level (0-4) |", "|---|---|"]
+        out += [f"| {k} | {v:.1f} |" for k, v in rr.criteria.items()]
+        out.append("")
+    for q in rr.questions:
+        out += _md_question(q)
+    return out
+
+
+def _md_question(q: QuestionReport) -> list[str]:
+    out = [f"### {html.escape(q.question, quote=False)}", ""]  # may quote the resume
+    if q.status == "not reached":
+        return [*out, "_Not reached in this session._", ""]
+    out += _md_score(q.score) if q.score else ["_Answered, not scored._"]
+    for run in q.code_runs[-1:]:
+        out.append(f"- hidden tests: {'all passed' if run.passed else 'failing'}")
+        for f in run.failing[:5]:
+            out.append(f"  - {_md_escape(f)}")
+    timed = [t for t in q.times if t.seconds is not None]
+    if timed:
+        out.append(
+            "- time per answer: "
+            + ", ".join(f"L{t.level} {t.seconds:.0f}s{' (over)' if t.over_time else ''}" for t in timed)
+        )
+    out.append("- key ideas of a strong answer: " + html.escape("; ".join(q.key_ideas), quote=False))
+    out.append("")
+    return out
+
+
+def _md_score(s: QuestionScore) -> list[str]:
+    out = [
+        f"Score **{s.overall:.1f}/4**, why-chain depth **{s.why_depth}/2**, "
+        f"methods: {', '.join(s.methods) or 'n/a'}.",
+        "",
+    ]
+    for c in s.criteria:
+        why = f" \u2014 {_md_escape(c.reason)}" if c.reason else ""
+        out.append(f"- **{c.criterion}**: level {c.level} ({c.method}){why}")
+        if c.contradicted_by:
+            out.append(f"  - contradicted by: \u201c{_md_escape(c.contradicted_by)}\u201d")
+        for ev in c.evidence[:3]:
+            out.append(f"  - evidence: \u201c{_md_escape(ev)}\u201d")
+    for ch in s.checks:
+        mark = "✓" if ch.passed else "✗"
+        out.append(f"- check {mark} {ch.name}: expected {ch.expected}, found {ch.found or 'nothing'}")
+    if s.key_points_missed:
+        out.append("- missed key points: " + "; ".join(s.key_points_missed))
+    for a in s.adjustments:  # what a hint cost, what a push step earned
+        out.append(f"- {_md_escape(a.note)}")
+    return out
 
 
 def _bar_svg(values: Sequence[tuple[str, float | None]], maximum: float = 4.0) -> str:

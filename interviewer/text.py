@@ -58,3 +58,67 @@ def inert_markdown(text: str) -> str:
     browser fetch anything.
     """
     return html.escape(text, quote=False).replace("[", "&#91;").replace("]", "&#93;")
+
+
+# -- stop words ------------------------------------------------------------------------------------------
+# One list of English function words (no topic). The offline scorer's coverage features were calibrated on
+# human grades with exactly this list: changing it means refitting interviewer/scoring/calibration.json.
+STOP_WORDS: frozenset[str] = frozenset(
+    (
+        "a about all also an and any are as at be been being between but by can could did do does during each for "
+        "from had has have he here how i if in into is it its just may me might more most must my no not of on "
+        "one only or other our over own same shall she should so some such than that the their them then there "
+        "these they this those through to under us very was we were what when where which who whom why will with "
+        "would you your"
+    ).split()
+)
+# The commonest of them (articles, pronouns, question words, auxiliaries): all the hashing fake embedder drops,
+# so texts keep enough words to have neighbours.
+CORE_STOP_WORDS: frozenset[str] = frozenset(
+    (
+        "a an and are as at be by can do does for from how i in is it its of on or that the this to was what when "
+        "which who why will with you your"
+    ).split()
+)
+
+# Each other reader of text was tuned with its own benchmark (retrieval, listening, clarifying, follow-up
+# checks), so its list is the one list plus the words it adds and minus the ones it keeps.
+# Retrieval (BM25 queries): also the words of a question's template ("how would you explain the difference").
+RETRIEVAL_STOP_WORDS: frozenset[str] = STOP_WORDS | frozenset(
+    (
+        "actually describe difference different ever example explain get give still tell time use used using "
+        "versus vs walk"
+    ).split()
+)
+# Clarifying questions (matched to the scenario's facts): also the words of asking ("can I assume", "do you
+# need"), with fewer function words.
+CLARIFY_STOP_WORDS: frozenset[str] = (
+    STOP_WORDS
+    | frozenset(
+        (
+            "assume assuming clarification clarify every expect expected get go it's know like many much need needed "
+            "needs ok okay per please question tell use want what's"
+        ).split()
+    )
+) - frozenset(
+    (
+        "all being between during he more most no not one only other over own same shall she such than their them "
+        "then through under very whom"
+    ).split()
+)
+# Listening to an answer: also filler and talk about the answer ("I think it basically means").
+LISTEN_STOP_WORDS: frozenset[str] = (
+    STOP_WORDS
+    | frozenset(
+        (
+            "actually answer basically because both down even every explain get got guess it's know least less like "
+            "lot made make makes many mean mine much off out per question really said say still sure tell thing "
+            "things think two up use used using via way ways well yes yours"
+        ).split()
+    )
+) - frozenset(("between during own same through us").split())
+# Follow-up validation (what a model-written follow-up shares with the answer): also talk about the answer.
+FOLLOW_UP_STOP_WORDS: frozenset[str] = (
+    STOP_WORDS
+    | frozenset(("answer every explain it's least less mine question said say tell two yes yours").split())
+) - frozenset(("all between during only over own same through under us").split())

@@ -11,6 +11,7 @@ import pytest
 from interviewer.content import load_bank
 from interviewer.embeddings import HashingEmbedder, MiniLMEmbedder
 from interviewer.errors import InputError
+from interviewer.scoring.batch import grade_file
 from interviewer.scoring.calibrate import group_folds, quadratic_kappa, run_calibration
 from interviewer.scoring.coverage import load_calibration
 from interviewer.scoring.scorer import (
@@ -19,7 +20,6 @@ from interviewer.scoring.scorer import (
     HINT_COST_MAX,
     PUSH_BONUS_MAX,
     RubricScorer,
-    grade_file,
 )
 from tests.conftest import REPO
 from tests.scoring_samples import ANSWERS, DECODE_ID, LAYOUT_ID, WHY

@@ -15,6 +15,7 @@ from interviewer.content import load_bank
 from interviewer.embeddings import MiniLMEmbedder
 from interviewer.scoring.claims import contradictions_asserted
 from interviewer.scoring.scorer import CONTRADICTED_ANSWER_MAX, OFF_TOPIC_MAX, RubricScorer
+from interviewer.scoring.spec import RubricSpec
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -204,7 +205,7 @@ def test_story_rounds_are_not_judged_by_closeness_to_another_story(bank) -> None
     technical = bank.get("inference.batching.decode-bandwidth-bound")
     sc = RubricScorer(neighbours=list(bank.questions.values()))
     for q in stories[:3]:  # returns before any embedding: no model is loaded for this
-        assert sc._relevance_gap(q.id, q.question, list(q.key_points), q.model_answer) is None
+        assert sc._neighbours.gap(sc.encoder, RubricSpec.from_question(q), q.model_answer) is None
     assert technical.id not in sc._stories and stories[0].id in sc._stories
 
 

@@ -21,18 +21,11 @@ from interviewer.content import Question
 from interviewer.engine.events import SessionLog, Turn, said
 from interviewer.engine.ports import Ports
 from interviewer.errors import InterviewerError
+from interviewer.text import FOLLOW_UP_STOP_WORDS
 
 # -- vetting a model's follow-up ------------------------------------------------------------------
 
-_STOP = frozenset(
-    (
-        "a an the and or but if then than that this these those is are was were be been being do does did "
-        "of to in on at by for with about into from as it its it's you your yours we our they their them he "
-        "she what which who whom why how when where would could should can will may might must shall not no "
-        "yes so such very just also more most less least any some each every other there here have has had "
-        "i me my mine one two question answer said say tell explain"
-    ).split()
-)
+_STOP = FOLLOW_UP_STOP_WORDS
 _WORD = re.compile(r"[a-z0-9][a-z0-9+\-_.]*")
 
 

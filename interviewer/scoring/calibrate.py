@@ -9,8 +9,11 @@ rows and writes the parameters to ``calibration.json``. Rerun: ``python -m inter
 
 from __future__ import annotations
 
+import argparse
 import csv
+import hashlib
 import json
+import random
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -19,6 +22,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import yaml
+from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+from rich.progress import Progress as ProgressBar
 from scipy.optimize import minimize
 
 from interviewer.config import MOHLER_CSV
@@ -323,8 +329,6 @@ def _average_ranks(values: np.ndarray) -> np.ndarray:
 
 def off_topic_negatives(rows: list[Row], per_question: int, seed: int = NEGATIVE_SEED) -> list[Row]:
     """Answers to other questions, asked of each question with grade 0 (a fixed sample per seed)."""
-    import random
-
     rng = random.Random(seed)
     by_q: dict[str, list[Row]] = {}
     for r in rows:
@@ -369,127 +373,24 @@ def run_calibration(
     if not rows:
         raise InputError(f"{csv_path} has no rows")
     embedder = embedder or default_embedder()
-    if features_cache is not None and Path(features_cache).is_file():
-        cached = np.load(features_cache, allow_pickle=False)
-        if str(cached["embedder"]) != embedder.id or len(cached["x"]) != len(rows):
-            raise InputError(f"{features_cache} was computed for other data or another embedder; delete it")
-        x_all, names = cached["x"], [str(n) for n in cached["names"]]
-    else:
-        x_all, names = compute_features(rows, embedder, progress)
-        if features_cache is not None:
-            np.savez(features_cache, x=x_all, names=np.array(names), embedder=np.array(embedder.id))
+    x_all, names = _features(rows, embedder, features_cache, progress)
     negatives = off_topic_negatives(rows, negatives_per_question) if negatives_per_question > 0 else []
-    neg_cache = (
-        Path(f"{features_cache}.negatives{negatives_per_question}.npz")
-        if features_cache is not None
-        else None
-    )
-    if neg_cache is not None and neg_cache.is_file():
-        cached = np.load(neg_cache, allow_pickle=False)
-        if str(cached["embedder"]) != embedder.id or len(cached["x"]) != len(negatives):
-            raise InputError(f"{neg_cache} was computed for other data or another embedder; delete it")
-        x_neg = cached["x"]
-    elif negatives:
-        x_neg, neg_names = compute_features(negatives, embedder, progress)
-        if neg_names != names:
-            raise InputError("the negatives' features differ from the answers'; delete the features cache")
-        if neg_cache is not None:
-            np.savez(neg_cache, x=x_neg, embedder=np.array(embedder.id))
-    else:
-        x_neg = np.zeros((0, len(names)))
-    col = {n: i for i, n in enumerate(names)}
-    g1 = np.array([r.grader1 for r in rows])
-    g2 = np.array([r.grader2 for r in rows])
-    avg = (g1 + g2) / 2
-    scale = 5.0
-    groups = [r.question_id for r in rows]
-    fold = group_folds(groups, folds)
-    targets = {"grader1": g1, "grader2": g2, "average": avg}
-
-    def versus(pred: np.ndarray) -> dict[str, dict[str, float]]:
-        return {t: agreement(pred, v) for t, v in targets.items()}
-
-    table: dict[str, dict[str, dict[str, float]]] = {}
-    table["baseline: grader 1 vs grader 2"] = {"grader2": agreement(g1, g2)}
-    # Cosine baseline: r is the raw cosine's; kappa and MAE need the 0-5 scale, so a linear map fit out of fold.
-    cos = x_all[:, col["cos_reference"]]
-    lin = np.zeros(len(cos))
-    for k in range(folds):
-        tr = fold != k
-        a, b = np.polyfit(cos[tr], avg[tr], 1)
-        lin[~tr] = np.clip(a * cos[~tr] + b, 0, scale)
-    table["baseline: cosine(answer, reference)"] = versus(lin)
-    table["baseline: cosine(answer, reference)"]["average"]["r"] = round(pearson(cos, avg), 4)
-    recall = np.array([_word_recall(r.answer, r.reference) for r in rows])
-    table["baseline: word recall of reference"] = {
-        "average": {"r": round(pearson(recall, avg), 4), "qwk": float("nan"), "mae": float("nan")}
-    }
-
-    answer_x = x_all[:, [col[n] for n in ANSWER_FEATURES]]
-    kp_x = x_all[:, [col[n] for n in KEY_POINT_FEATURES]]
-    fold_of = dict(zip(groups, fold, strict=True))
-    neg_groups = [r.question_id for r in negatives]
-    neg_fold = np.array([fold_of[g] for g in neg_groups], dtype=int)
-    neg_y = np.zeros(len(negatives))
-
-    def extra(feats: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
-        return x_neg[:, [col[n] for n in feats]], neg_y, neg_fold, neg_groups
-
-    if progress:
-        progress("cross-validation", 0, 2)
-    pred_answer, lams, neg_pred = _cv_predict(
-        answer_x, avg / scale, fold, ANSWER_FEATURES, folds, groups, extra(ANSWER_FEATURES)
-    )
-    table["scorer: coverage model (answer level)"] = versus(np.clip(pred_answer * scale, 0, scale))
-    if progress:
-        progress("cross-validation", 1, 2)
-    pred_kp, kp_lams, _ = _cv_predict(
-        kp_x, avg / scale, fold, KEY_POINT_FEATURES, folds, groups, extra(KEY_POINT_FEATURES)
-    )
-    table["scorer: key-point model (recall only)"] = versus(np.clip(pred_kp * scale, 0, scale))
-    if progress:
-        progress("cross-validation", 2, 2)
-
-    # A key point counts as covered where the out-of-fold recall model best separates answers the graders
-    # gave (nearly) full credit from the rest (balanced accuracy).
-    threshold = _best_threshold(pred_kp, avg >= FULL_CREDIT)
-    final_lam = float(np.median(lams))
-    ex_answer, ex_kp = extra(ANSWER_FEATURES)[0], extra(KEY_POINT_FEATURES)[0]
-    answer_model = fit_logistic(
-        np.r_[answer_x, ex_answer], np.r_[avg / scale, neg_y], ANSWER_FEATURES, final_lam
-    )
-    kp_model = fit_logistic(
-        np.r_[kp_x, ex_kp], np.r_[avg / scale, neg_y], KEY_POINT_FEATURES, float(np.median(kp_lams))
-    )
-    right, wrong = avg >= RIGHT_FROM, avg <= WRONG_UP_TO
-    level = 4.0 * pred_answer
-    separation = {
-        "auc": round(auc(level[right | wrong], right[right | wrong]), 4),
-        "right": round(float(level[right].mean()), 3),
-        "wrong": round(float(level[wrong].mean()), 3),
-        "wrong_high": round(float((level[wrong] >= 2.5).mean()), 4),
-        "off_topic": round(float(4.0 * neg_pred.mean()), 3) if len(neg_pred) else float("nan"),
-        "n_negatives": float(len(negatives)),
-    }
+    x_neg = _negative_features(negatives, names, embedder, features_cache, negatives_per_question, progress)
+    data = _Data.of(rows, x_all, names, folds, negatives, x_neg)
+    table = _baselines(data, rows)
+    fit = _cross_validate(data, table, progress)
+    separation = _separation(data, fit)
     notes = [
         "qwk rounds both sides half up to integers 0-5; the cosine baseline's r is the raw cosine's, its "
         "qwk/mae use a linear map fit out of fold; word recall: raw r only",
-        f"L2 strength per outer fold (inner question-level CV): {lams}; key-point model: {kp_lams}",
-        f"key point covered from a recall-model fraction of {threshold:.3f} (best balanced accuracy for "
+        f"L2 strength per outer fold (inner question-level CV): {fit.lams}; key-point model: {fit.kp_lams}",
+        f"key point covered from a recall-model fraction of {fit.threshold:.3f} (best balanced accuracy for "
         f"'graders' average >= {FULL_CREDIT}', out of fold)",
         f"training also saw {len(negatives)} answers to other questions graded 0 "
         f"({negatives_per_question} per question, seed {NEGATIVE_SEED}), split with their question",
     ]
-    report = CalibrationReport(
-        len(rows),
-        len(set(groups)),
-        folds,
-        table,
-        lams,
-        output if output is not None else None,
-        notes,
-        separation,
-    )
+    n_questions = len(set(data.groups))
+    report = CalibrationReport(len(rows), n_questions, folds, table, fit.lams, output, notes, separation)
     if output is not None:
         payload: dict[str, Any] = {
             "about": "Coverage scorer parameters: level = 4 * sigmoid(bias + sum(weights * (x - mean) / std)). "
@@ -498,17 +399,198 @@ def run_calibration(
             "fitted": datetime.now(UTC).strftime("%Y-%m-%d"),
             "embedder": embedder.id,
             "n_answers": len(rows),
-            "n_questions": len(set(groups)),
+            "n_questions": n_questions,
             "cv_folds": folds,
             "cv_average": table["scorer: coverage model (answer level)"]["average"],
             "cv_separation": separation,
             "negatives_per_question": negatives_per_question,
-            "covered_threshold": round(threshold, 4),
-            "answer_model": {**answer_model.to_json(), "l2": final_lam},
-            "key_point_model": {**kp_model.to_json(), "l2": float(np.median(kp_lams))},
+            "covered_threshold": round(fit.threshold, 4),
+            "answer_model": {**fit.answer_model.to_json(), "l2": float(np.median(fit.lams))},
+            "key_point_model": {**fit.kp_model.to_json(), "l2": float(np.median(fit.kp_lams))},
         }
         Path(output).write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
     return report
+
+
+def _features(
+    rows: list[Row], embedder: Embedder, cache: Path | None, progress: Progress | None
+) -> tuple[np.ndarray, list[str]]:
+    """The answers' features, from ``cache`` when it holds them (written there when it does not)."""
+    if cache is not None and Path(cache).is_file():
+        cached = np.load(cache, allow_pickle=False)
+        if str(cached["embedder"]) != embedder.id or len(cached["x"]) != len(rows):
+            raise InputError(f"{cache} was computed for other data or another embedder; delete it")
+        return cached["x"], [str(n) for n in cached["names"]]
+    x_all, names = compute_features(rows, embedder, progress)
+    if cache is not None:
+        np.savez(cache, x=x_all, names=np.array(names), embedder=np.array(embedder.id))
+    return x_all, names
+
+
+def _negative_features(
+    negatives: list[Row],
+    names: list[str],
+    embedder: Embedder,
+    cache: Path | None,
+    per_question: int,
+    progress: Progress | None,
+) -> np.ndarray:
+    """The off-topic negatives' features, cached beside the answers' (``<cache>.negatives<N>.npz``)."""
+    neg_cache = Path(f"{cache}.negatives{per_question}.npz") if cache is not None else None
+    if neg_cache is not None and neg_cache.is_file():
+        cached = np.load(neg_cache, allow_pickle=False)
+        if str(cached["embedder"]) != embedder.id or len(cached["x"]) != len(negatives):
+            raise InputError(f"{neg_cache} was computed for other data or another embedder; delete it")
+        return np.asarray(cached["x"])
+    if not negatives:
+        return np.zeros((0, len(names)))
+    x_neg, neg_names = compute_features(negatives, embedder, progress)
+    if neg_names != names:
+        raise InputError("the negatives' features differ from the answers'; delete the features cache")
+    if neg_cache is not None:
+        np.savez(neg_cache, x=x_neg, embedder=np.array(embedder.id))
+    return x_neg
+
+
+SCALE = 5.0  # the graders' scale
+
+
+@dataclass
+class _Data:
+    """Everything the cross-validation reads: features, targets, folds, and the negatives beside them."""
+
+    x_all: np.ndarray
+    col: dict[str, int]
+    g1: np.ndarray
+    g2: np.ndarray
+    avg: np.ndarray
+    groups: list[str]
+    fold: np.ndarray
+    folds: int
+    x_neg: np.ndarray
+    neg_groups: list[str]
+    neg_fold: np.ndarray
+
+    @classmethod
+    def of(
+        cls,
+        rows: list[Row],
+        x_all: np.ndarray,
+        names: list[str],
+        folds: int,
+        negatives: list[Row],
+        x_neg: np.ndarray,
+    ) -> _Data:
+        g1 = np.array([r.grader1 for r in rows])
+        g2 = np.array([r.grader2 for r in rows])
+        groups = [r.question_id for r in rows]
+        fold = group_folds(groups, folds)
+        fold_of = dict(zip(groups, fold, strict=True))
+        neg_groups = [r.question_id for r in negatives]
+        neg_fold = np.array([fold_of[g] for g in neg_groups], dtype=int)
+        col = {n: i for i, n in enumerate(names)}
+        return cls(x_all, col, g1, g2, (g1 + g2) / 2, groups, fold, folds, x_neg, neg_groups, neg_fold)
+
+    def versus(self, pred: np.ndarray) -> dict[str, dict[str, float]]:
+        return {
+            t: agreement(pred, v)
+            for t, v in (("grader1", self.g1), ("grader2", self.g2), ("average", self.avg))
+        }
+
+    def x(self, feats: Sequence[str]) -> np.ndarray:
+        return self.x_all[:, [self.col[n] for n in feats]]
+
+    def extra(self, feats: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+        """The negatives as extra training rows for :func:`_cv_predict` (grade 0)."""
+        return (
+            self.x_neg[:, [self.col[n] for n in feats]],
+            np.zeros(len(self.neg_groups)),
+            self.neg_fold,
+            self.neg_groups,
+        )
+
+
+def _baselines(data: _Data, rows: list[Row]) -> dict[str, dict[str, dict[str, float]]]:
+    """The agreement table's baselines: the two graders, the raw cosine, word recall of the reference."""
+    avg, fold = data.avg, data.fold
+    table: dict[str, dict[str, dict[str, float]]] = {}
+    table["baseline: grader 1 vs grader 2"] = {"grader2": agreement(data.g1, data.g2)}
+    # Cosine baseline: r is the raw cosine's; kappa and MAE need the 0-5 scale, so a linear map fit out of fold.
+    cos = data.x_all[:, data.col["cos_reference"]]
+    lin = np.zeros(len(cos))
+    for k in range(data.folds):
+        tr = fold != k
+        a, b = np.polyfit(cos[tr], avg[tr], 1)
+        lin[~tr] = np.clip(a * cos[~tr] + b, 0, SCALE)
+    table["baseline: cosine(answer, reference)"] = data.versus(lin)
+    table["baseline: cosine(answer, reference)"]["average"]["r"] = round(pearson(cos, avg), 4)
+    recall = np.array([_word_recall(r.answer, r.reference) for r in rows])
+    table["baseline: word recall of reference"] = {
+        "average": {"r": round(pearson(recall, avg), 4), "qwk": float("nan"), "mae": float("nan")}
+    }
+    return table
+
+
+@dataclass
+class _Fit:
+    """The cross-validated predictions and the models fitted on every row."""
+
+    pred_answer: np.ndarray
+    neg_pred: np.ndarray
+    lams: list[float]
+    kp_lams: list[float]
+    threshold: float
+    answer_model: LogisticLevel
+    kp_model: LogisticLevel
+
+
+def _cross_validate(
+    data: _Data, table: dict[str, dict[str, dict[str, float]]], progress: Progress | None
+) -> _Fit:
+    """Out-of-fold agreement of the answer and key-point models (into ``table``), then the final fits."""
+    y = data.avg / SCALE
+    answer_x, kp_x = data.x(ANSWER_FEATURES), data.x(KEY_POINT_FEATURES)
+    if progress:
+        progress("cross-validation", 0, 2)
+    pred_answer, lams, neg_pred = _cv_predict(
+        answer_x, y, data.fold, ANSWER_FEATURES, data.folds, data.groups, data.extra(ANSWER_FEATURES)
+    )
+    table["scorer: coverage model (answer level)"] = data.versus(np.clip(pred_answer * SCALE, 0, SCALE))
+    if progress:
+        progress("cross-validation", 1, 2)
+    pred_kp, kp_lams, _ = _cv_predict(
+        kp_x, y, data.fold, KEY_POINT_FEATURES, data.folds, data.groups, data.extra(KEY_POINT_FEATURES)
+    )
+    table["scorer: key-point model (recall only)"] = data.versus(np.clip(pred_kp * SCALE, 0, SCALE))
+    if progress:
+        progress("cross-validation", 2, 2)
+    # A key point counts as covered where the out-of-fold recall model best separates answers the graders
+    # gave (nearly) full credit from the rest (balanced accuracy).
+    threshold = _best_threshold(pred_kp, data.avg >= FULL_CREDIT)
+    ex_answer, neg_y = data.extra(ANSWER_FEATURES)[:2]
+    ex_kp = data.extra(KEY_POINT_FEATURES)[0]
+    answer_model = fit_logistic(
+        np.r_[answer_x, ex_answer], np.r_[y, neg_y], ANSWER_FEATURES, float(np.median(lams))
+    )
+    kp_model = fit_logistic(
+        np.r_[kp_x, ex_kp], np.r_[y, neg_y], KEY_POINT_FEATURES, float(np.median(kp_lams))
+    )
+    return _Fit(pred_answer, neg_pred, lams, kp_lams, threshold, answer_model, kp_model)
+
+
+def _separation(data: _Data, fit: _Fit) -> dict[str, float]:
+    """Out of fold, 0-4 scale: AUC right vs wrong, mean levels, and the negatives' mean level."""
+    right, wrong = data.avg >= RIGHT_FROM, data.avg <= WRONG_UP_TO
+    level = 4.0 * fit.pred_answer
+    neg_pred = fit.neg_pred
+    return {
+        "auc": round(auc(level[right | wrong], right[right | wrong]), 4),
+        "right": round(float(level[right].mean()), 3),
+        "wrong": round(float(level[wrong].mean()), 3),
+        "wrong_high": round(float((level[wrong] >= 2.5).mean()), 4),
+        "off_topic": round(float(4.0 * neg_pred.mean()), 3) if len(neg_pred) else float("nan"),
+        "n_negatives": float(len(data.neg_groups)),
+    }
 
 
 TRAP_KINDS = ("strong", "partial", "wrong", "off_topic")
@@ -539,8 +621,6 @@ def read_traps(root: Path) -> dict[str, dict[str, str]]:
 
     Files that lack one of the four kinds are skipped (a trap set being written is still readable).
     """
-    import yaml
-
     out: dict[str, dict[str, str]] = {}
     for path in sorted(Path(root).glob("*/*.yaml")):
         try:
@@ -582,8 +662,6 @@ def held_out_half(question_id: str) -> bool:
 
     The same split as the trap set's loader (tests/support/traps.py, "heldout"): tune on the other half only.
     """
-    import hashlib
-
     return hashlib.sha256(question_id.encode()).digest()[0] % 2 == 1
 
 
@@ -606,17 +684,13 @@ def _word_recall(answer: str, reference: str) -> float:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m interviewer.scoring.calibrate [CSV] [--folds N] [--no-write]`` with a progress bar."""
-    import argparse
-
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("csv", nargs="?", default=str(_default_csv()))
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--no-write", action="store_true", help="report only; leave calibration.json alone")
     parser.add_argument("--features-cache", type=Path, default=None, help="reuse/save the features (.npz)")
     args = parser.parse_args(argv)
-    with Progress(
+    with ProgressBar(
         TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()
     ) as bar:
         tasks: dict[str, Any] = {}

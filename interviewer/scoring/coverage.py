@@ -24,21 +24,14 @@ import numpy as np
 
 from interviewer.embeddings import Embedder
 from interviewer.errors import ContentError
+from interviewer.text import STOP_WORDS
 
 V = TypeVar("V")
 
 CALIBRATION_PATH = Path(__file__).with_name("calibration.json")
 
 # Function words carry no topic; recall over them is measured separately (the "_all" features).
-STOPWORDS = frozenset(
-    (
-        "a an the of to in on for and or is are was were be been being it its this that these those with as by "
-        "at from into than then so such which who whom what when where why how do does did not no can could "
-        "will would shall should may might must has have had i you he she we they them their there here if but "
-        "also about over under between through during each any all some more most other only own same very just "
-        "your my me our us one"
-    ).split()
-)
+STOPWORDS = STOP_WORDS
 
 # The features the calibrated answer model reads, in order; calibrate.py fits one weight per name. Since #11
 # the answer model reads the same recall-type features as the key-point model: with off-topic negatives in the

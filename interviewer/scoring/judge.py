@@ -13,9 +13,8 @@ import math
 import re
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal, cast
 
 from langchain_core.language_models import BaseChatModel
@@ -519,52 +518,3 @@ def judge_truth(
         )
     cost.seconds = time.perf_counter() - t0
     return TruthJudgement(verdicts, cost)
-
-
-def judge_graded_file(
-    input_jsonl: Path | str,
-    output_jsonl: Path | str,
-    model: Any,
-    *,
-    judge_weight: float,
-    scorer: Any = None,
-    progress: Callable[[int, int], None] | None = None,
-) -> int:
-    """Like :func:`interviewer.scoring.scorer.grade_file`, with the truth judge's verdicts merged in.
-
-    Each output line also carries ``verdicts`` (the judge's, per key point) and ``judge_seconds``.
-    """
-    from interviewer.errors import InputError
-    from interviewer.scoring.scorer import RubricScorer, _read_jsonl, _rubric_spec
-
-    src, dst = Path(input_jsonl), Path(output_jsonl)
-    items = list(_read_jsonl(src))
-    scorer = scorer or RubricScorer(judge_weight=judge_weight)
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    with dst.open("w", encoding="utf-8") as out:
-        for i, (n, item) in enumerate(items):
-            if progress:
-                progress(i, len(items))
-            if "answer" not in item or "question" not in item:
-                raise InputError(
-                    f"{src}:{n} needs `question` and `answer` (plus `reference_answer` or `rubric`)"
-                )
-            question, answer = str(item["question"]), str(item["answer"] or "")
-            try:
-                spec = _rubric_spec(question, item.get("reference_answer"), item.get("rubric"))
-                judged = judge_truth(model, question, answer, spec["key_points"])
-                result = scorer.grade_one(
-                    question, answer, item.get("reference_answer"), item.get("rubric"), judged=judged.verdicts
-                )
-            except InputError as e:
-                raise InputError(f"{src}:{n}: {e}") from e
-            row = {
-                **item,
-                **{k: result[k] for k in ("score", "evidence", "key_points_missed", "methods", "notes")},
-                "verdicts": [v.model_dump(mode="json") for v in judged.verdicts],
-                "judge_seconds": round(judged.cost.seconds, 2),
-            }
-            out.write(json.dumps(row, ensure_ascii=False) + "\n")
-        if progress:
-            progress(len(items), len(items))
-    return len(items)
