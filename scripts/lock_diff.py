@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from interviewer.doctor import read_pins  # noqa: E402  (the script runs from a checkout)
+from interviewer.doctor import read_pins
 
 
 def diff(old: dict[str, str], new: dict[str, str]) -> list[str]:

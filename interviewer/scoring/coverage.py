@@ -33,8 +33,8 @@ CALIBRATION_PATH = Path(__file__).with_name("calibration.json")
 # Function words carry no topic; recall over them is measured separately (the "_all" features).
 STOPWORDS = STOP_WORDS
 
-# The features the calibrated answer model reads, in order; calibrate.py fits one weight per name. Since #11
-# the answer model reads the same recall-type features as the key-point model: with off-topic negatives in the
+# The features the calibrated answer model reads, in order; calibrate.py fits one weight per name. The
+# answer model reads the same recall-type features as the key-point model: with off-topic negatives in the
 # fit, precision, echo, cosines and length lowered question-level CV on Mohler (r 0.638 vs 0.658, AUC right vs
 # wrong 0.895 vs 0.904, two negatives per question) -- they rewarded fluent text about the topic, not coverage.
 ANSWER_FEATURES: tuple[str, ...] = (

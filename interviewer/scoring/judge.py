@@ -349,7 +349,7 @@ NO_LOGPROBS_CONFIDENCE = 0.6  # a verdict's confidence when the server returns n
 
 # The reply answers "does the answer say this fact?" (yes / no / opposite): asked to pick "stated /
 # contradicted / absent", the embedded 1.5B model said "contradicted" for 12 of the 15 key points of strong
-# and off-topic sample answers (benchmarks/bench_judge.py, BENCHMARKS.md "Truth judge (#11)").
+# and off-topic sample answers (benchmarks/bench_judge.py, BENCHMARKS.md "Truth judge").
 SAYS: dict[str, Verdict] = {"yes": "stated", "no": "absent", "opposite": "contradicted"}
 
 # Fixed and first on purpose: every answer's prompts start with it, so a prompt-caching server reads it once.
