@@ -390,8 +390,8 @@ def _cpp_tokens(code: str) -> list[tuple[str, int]]:
     return out
 
 
-def _cpp_facts(code: str) -> list[Fact]:
-    toks = _cpp_tokens(code)
+def _cpp_loop_depths(toks: list[tuple[str, int]]) -> dict[int, int]:
+    """The nesting depth of each loop header in the C++ tokens, by the line it starts on."""
     loops: dict[int, int] = {}
 
     def skip_parens(i: int) -> int:
@@ -443,6 +443,12 @@ def _cpp_facts(code: str) -> list[Fact]:
     while i < len(toks):
         nxt = statement(i, 0)
         i = max(nxt, i + 1)
+    return loops
+
+
+def _cpp_facts(code: str) -> list[Fact]:
+    toks = _cpp_tokens(code)
+    loops = _cpp_loop_depths(toks)
     facts: list[Fact] = []
     if loops:
         deepest = max(loops.values())
@@ -518,56 +524,67 @@ def choose(run: CodeRun, facts: Sequence[Fact], task: TaskInfo, asked: Sequence[
     """
     facts = tuple(facts)
     loops = _first(facts, "nested-loops", "loop")
-    numeric_task = task.language == "text"
     if not run.passed:
-        eff = [f for f in run.flags if f in EFFICIENCY_FLAGS]
-        if run.error_kind == "time limit" or (eff and run.failing is None):
-            flag = eff[0] if eff else "slow"
-            used = _first(facts, "nested-loops", "loop", "allocations", "containers", "sort") if flag in (
-                "slow", "loops") else _first(facts, "shared-array", "nested-loops", "loop", "atomics")  # fmt: skip
-            return FollowupPlan(
-                "efficiency",
-                f"why the code is {_FLAG_WORDS.get(flag, flag)}: what its cost grows with on the large inputs, "
-                "which of the named lines dominate, and what the candidate would change",
-                _lines(used),
-                tuple(f for f in (used,) if f is not None),
-                flags=tuple(eff or ["slow"]),
-            )
-        prop = [f for f in run.flags if f in PROPERTY_FLAGS]
-        if run.failing is None and prop:
-            if prop[0] in ("races", "barrier", "uninitialised"):
-                used = _first(facts, "syncthreads", "shared-array", "atomics", "mutex", "threads")
-                why = "which threads touch the same data on the named lines, and how the candidate orders those accesses"
-            else:
-                used = _first(facts, "new-delete", "containers", "allocations", "nested-loops", "loop")
-                why = "which of the named lines cause it, and how the candidate would find and fix it"
-            return FollowupPlan(
-                "failing_case",
-                f"why the checker finds the code {_FLAG_WORDS[prop[0]]}: {why}",
-                _lines(used),
-                tuple(f for f in (used,) if f is not None),
-                flags=tuple(prop),
-            )
-        case = run.failing
-        if case is None:
-            what = run.error_kind or "failure"
-            return FollowupPlan(
-                "failing_case",
-                f"what in the code leads to the {what} the run reported, and how the candidate would find it",
-                _lines(loops),
-                tuple(f for f in (loops,) if f is not None),
-                flags=run.flags,
-            )
-        edge = f" ({case.edge})" if case.edge else ""
+        return _failing_plan(run, facts, loops)
+    return _passing_plan(run, facts, loops, task.language == "text", asked)
+
+
+def _failing_plan(run: CodeRun, facts: tuple[Fact, ...], loops: Fact | None) -> FollowupPlan:
+    """The follow-up for a run that did not pass: its efficiency, its property flags or its failing case."""
+    eff = [f for f in run.flags if f in EFFICIENCY_FLAGS]
+    if run.error_kind == "time limit" or (eff and run.failing is None):
+        flag = eff[0] if eff else "slow"
+        used = _first(facts, "nested-loops", "loop", "allocations", "containers", "sort") if flag in (
+            "slow", "loops") else _first(facts, "shared-array", "nested-loops", "loop", "atomics")  # fmt: skip
+        return FollowupPlan(
+            "efficiency",
+            f"why the code is {_FLAG_WORDS.get(flag, flag)}: what its cost grows with on the large inputs, "
+            "which of the named lines dominate, and what the candidate would change",
+            _lines(used),
+            tuple(f for f in (used,) if f is not None),
+            flags=tuple(eff or ["slow"]),
+        )
+    prop = [f for f in run.flags if f in PROPERTY_FLAGS]
+    if run.failing is None and prop:
+        if prop[0] in ("races", "barrier", "uninitialised"):
+            used = _first(facts, "syncthreads", "shared-array", "atomics", "mutex", "threads")
+            why = "which threads touch the same data on the named lines, and how the candidate orders those accesses"
+        else:
+            used = _first(facts, "new-delete", "containers", "allocations", "nested-loops", "loop")
+            why = "which of the named lines cause it, and how the candidate would find and fix it"
         return FollowupPlan(
             "failing_case",
-            f'what is special about the input of the failing hidden case "{case.name}"{edge} and which lines '
-            "of the code mishandle it (ask about the input's shape or edge, never about the expected output)",
+            f"why the checker finds the code {_FLAG_WORDS[prop[0]]}: {why}",
+            _lines(used),
+            tuple(f for f in (used,) if f is not None),
+            flags=tuple(prop),
+        )
+    case = run.failing
+    if case is None:
+        what = run.error_kind or "failure"
+        return FollowupPlan(
+            "failing_case",
+            f"what in the code leads to the {what} the run reported, and how the candidate would find it",
             _lines(loops),
             tuple(f for f in (loops,) if f is not None),
-            case=case,
             flags=run.flags,
         )
+    edge = f" ({case.edge})" if case.edge else ""
+    return FollowupPlan(
+        "failing_case",
+        f'what is special about the input of the failing hidden case "{case.name}"{edge} and which lines '
+        "of the code mishandle it (ask about the input's shape or edge, never about the expected output)",
+        _lines(loops),
+        tuple(f for f in (loops,) if f is not None),
+        case=case,
+        flags=run.flags,
+    )
+
+
+def _passing_plan(
+    run: CodeRun, facts: tuple[Fact, ...], loops: Fact | None, numeric_task: bool, asked: Sequence[str]
+) -> FollowupPlan:
+    """The follow-up for a passing run: its efficiency flags, else a kind not yet in ``asked`` that fits the code."""
     eff = [f for f in run.flags if f in EFFICIENCY_FLAGS]
     if eff:
         used = _first(facts, "nested-loops", "loop", "allocations")
