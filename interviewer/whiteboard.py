@@ -211,6 +211,41 @@ def _statements(text: str) -> Iterable[tuple[int, str]]:
             yield line_no, line[start:].strip()
 
 
+def _header_direction(line_no: int, stmt: str) -> str | None:
+    """The direction a first statement's flowchart header sets; None when it is no header (a node line follows).
+
+    Raises:
+        InputError: the direction is unknown, or the text is another kind of Mermaid diagram.
+    """
+    m = _HEADER.match(stmt)
+    if m:
+        direction = (m.group(2) or "TD").upper()
+        if direction not in DIRECTIONS:
+            raise InputError(
+                f"diagram line {line_no}: direction '{m.group(2)}' is not one of {', '.join(DIRECTIONS)}"
+            )
+        return direction
+    if _OTHER_DIAGRAMS.match(stmt):
+        raise InputError(
+            f"diagram line {line_no}: the whiteboard reads flowcharts only; start with 'flowchart LR'"
+        )
+    return None
+
+
+def _add_edges(
+    edges: list[Edge], arrows: list[tuple[str, bool]], chain: list[list[tuple[str, str | None, str]]]
+) -> None:
+    """Append the edges of one chain statement (every node of a group to every node of the next)."""
+    for (lab, directed), src, dst in zip(arrows, chain, chain[1:], strict=False):
+        for s_id, _, _ in src:
+            for d_id, _, _ in dst:
+                edges.append(Edge(s_id, d_id, lab, directed))
+                if len(edges) > MAX_EDGES:  # checked here: "a & b & ... --> c & d & ..." multiplies
+                    raise InputError(
+                        f"the diagram has more than {MAX_EDGES} arrows; draw the main flows only"
+                    )
+
+
 def parse(text: str) -> Diagram:
     """Read Mermaid flowchart text (``flowchart LR`` / ``graph TD``) into a :class:`Diagram`.
 
@@ -234,18 +269,10 @@ def parse(text: str) -> Diagram:
     for line_no, stmt in _statements(text):
         if not seen_header:
             seen_header = True
-            m = _HEADER.match(stmt)
-            if m:
-                direction = (m.group(2) or "TD").upper()
-                if direction not in DIRECTIONS:
-                    raise InputError(
-                        f"diagram line {line_no}: direction '{m.group(2)}' is not one of {', '.join(DIRECTIONS)}"
-                    )
+            header = _header_direction(line_no, stmt)
+            if header is not None:
+                direction = header
                 continue
-            if _OTHER_DIAGRAMS.match(stmt):
-                raise InputError(
-                    f"diagram line {line_no}: the whiteboard reads flowcharts only; start with 'flowchart LR'"
-                )
         word = stmt.split(None, 1)[0]
         if word == "subgraph":
             title = _clean_label(stmt[len("subgraph") :])
@@ -282,14 +309,7 @@ def parse(text: str) -> Diagram:
                             f"a label is {len(label)} characters; keep labels under {MAX_LABEL}"
                         )
                     labels[node_id], shapes[node_id] = label, shape
-        for (lab, directed), src, dst in zip(arrows, chain, chain[1:], strict=False):
-            for s_id, _, _ in src:
-                for d_id, _, _ in dst:
-                    edges.append(Edge(s_id, d_id, lab, directed))
-                    if len(edges) > MAX_EDGES:  # checked here: "a & b & ... --> c & d & ..." multiplies
-                        raise InputError(
-                            f"the diagram has more than {MAX_EDGES} arrows; draw the main flows only"
-                        )
+        _add_edges(edges, arrows, chain)
         if len(order) > MAX_NODES:
             raise InputError(
                 f"the diagram has more than {MAX_NODES} nodes; group the details into fewer boxes"
