@@ -13,13 +13,14 @@ import numpy as np
 from interviewer.checker import channel
 from interviewer.checker.models import TaskInfo, TestResult, Verdict
 from interviewer.checker.python_tasks.common import (
+    SignedRun,
     missing_reason,
     read_signed_run,
     run_error,
     syntax_error,
     verdict,
 )
-from interviewer.checker.sandbox import Sandbox
+from interviewer.checker.sandbox import RunResult, Sandbox
 
 _HERE = Path(__file__).parent
 NAMES = ("wq", "wk", "wv", "wo")
@@ -107,6 +108,47 @@ def _max_diff(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> float:
     )
 
 
+def _two_step_tests(
+    signed: SignedRun, run: RunResult, w0: dict[str, np.ndarray], x: np.ndarray, y: np.ndarray, lr: float
+) -> list[TestResult]:
+    """The loss returned, one step equal to SGD, and gradients zeroed between steps, from the two-step run."""
+    exp, exp_losses = _sgd(w0, x, y, lr, 2)
+    acc, _ = _sgd(w0, x, y, lr, 2, zero_grad=False)
+    tests: list[TestResult] = []
+    two = signed.records.get("two")
+    w1, w2 = _weights(signed.arrays.get("two1")), _weights(signed.arrays.get("two2"))
+    if two is None or "error" in two or w1 is None:
+        why = two.get("error") if two and "error" in two else missing_reason(run)
+        for name in ("returns the loss before the update", "one step equals SGD", "gradients are zeroed between steps"):  # fmt: skip
+            tests.append(TestResult(name=name, passed=False, message=str(why)))
+    else:
+        losses = two.get("losses") or []
+        got = float(losses[0]) if losses and isinstance(losses[0], (int, float)) else float("nan")
+        ok = bool(np.isclose(got, exp_losses[0], rtol=1e-6))
+        tests.append(TestResult(name="returns the loss before the update", passed=ok,
+                                message="" if ok else f"returned {got:.6g}; the loss of model(x) vs y before the step is {exp_losses[0]:.6g}"))  # fmt: skip
+        d1 = _max_diff(w1, exp[0])
+        if d1 <= 1e-8:
+            msg = ""
+        elif _max_diff(w1, w0) <= 1e-12:
+            msg = ("the parameters did not change after one step: compute the loss, call loss.backward(), then "
+                   "optimizer.step() (zero_grad before backward, not between backward and step)")  # fmt: skip
+        else:
+            msg = f"after one step the parameters differ from plain SGD (max abs difference {d1:.3g})"
+        tests.append(TestResult(name="one step equals SGD", passed=not msg, message=msg))
+        if w2 is None:
+            msg = "no parameters came back after the second step"
+        else:
+            d2 = _max_diff(w2, exp[1])
+            msg = ""
+            if d2 > 1e-8:
+                msg = f"after two steps the parameters differ from plain SGD (max abs difference {d2:.3g})"
+                if _max_diff(w2, acc[1]) <= 1e-8:
+                    msg = "gradients accumulate across steps: call optimizer.zero_grad() in every step"
+        tests.append(TestResult(name="gradients are zeroed between steps", passed=not msg, message=msg))
+    return tests
+
+
 def grade(task: TaskInfo, code: str, sandbox: Sandbox) -> Verdict:
     """Run the candidate's train_step in the box; recompute every expectation here."""
     start = time.monotonic()
@@ -144,41 +186,7 @@ def grade(task: TaskInfo, code: str, sandbox: Sandbox) -> Verdict:
 
     w0 = {n: prob[n] for n in NAMES}
     x, y = prob["x"], prob["y"]
-    exp, exp_losses = _sgd(w0, x, y, lr, 2)
-    acc, _ = _sgd(w0, x, y, lr, 2, zero_grad=False)
-    tests: list[TestResult] = []
-
-    two = recs.get("two")
-    w1, w2 = _weights(signed.arrays.get("two1")), _weights(signed.arrays.get("two2"))
-    if two is None or "error" in two or w1 is None:
-        why = two.get("error") if two and "error" in two else missing_reason(run)
-        for name in ("returns the loss before the update", "one step equals SGD", "gradients are zeroed between steps"):  # fmt: skip
-            tests.append(TestResult(name=name, passed=False, message=str(why)))
-    else:
-        losses = two.get("losses") or []
-        got = float(losses[0]) if losses and isinstance(losses[0], (int, float)) else float("nan")
-        ok = bool(np.isclose(got, exp_losses[0], rtol=1e-6))
-        tests.append(TestResult(name="returns the loss before the update", passed=ok,
-                                message="" if ok else f"returned {got:.6g}; the loss of model(x) vs y before the step is {exp_losses[0]:.6g}"))  # fmt: skip
-        d1 = _max_diff(w1, exp[0])
-        if d1 <= 1e-8:
-            msg = ""
-        elif _max_diff(w1, w0) <= 1e-12:
-            msg = ("the parameters did not change after one step: compute the loss, call loss.backward(), then "
-                   "optimizer.step() (zero_grad before backward, not between backward and step)")  # fmt: skip
-        else:
-            msg = f"after one step the parameters differ from plain SGD (max abs difference {d1:.3g})"
-        tests.append(TestResult(name="one step equals SGD", passed=not msg, message=msg))
-        if w2 is None:
-            msg = "no parameters came back after the second step"
-        else:
-            d2 = _max_diff(w2, exp[1])
-            msg = ""
-            if d2 > 1e-8:
-                msg = f"after two steps the parameters differ from plain SGD (max abs difference {d2:.3g})"
-                if _max_diff(w2, acc[1]) <= 1e-8:
-                    msg = "gradients accumulate across steps: call optimizer.zero_grad() in every step"
-        tests.append(TestResult(name="gradients are zeroed between steps", passed=not msg, message=msg))
+    tests = _two_step_tests(signed, run, w0, x, y, lr)
 
     tr = recs.get("train")
     wn = _weights(signed.arrays.get("train"))
