@@ -185,6 +185,39 @@ def REPORT_STATS(space: str) -> dict[str, Any]:
     return base
 
 
+def _racecheck(tr: Tracker, flat: int, kind: str, t: SimThread, line: int) -> None:
+    """Report a conflicting earlier access to the element, then keep this one in its (pruned) history."""
+    blk, ph, tid = t.block, t.phase, t.tid
+    hist = tr.hist.get(flat)
+    if hist is None:
+        tr.hist[flat] = [(kind, blk, ph, tid, line)]
+    else:
+        keep = []
+        same = 0  # records of this (kind, block, phase); at most two distinct threads are kept
+        mine = False
+        for rec in hist:
+            k2, b2, p2, t2, _ = rec
+            if b2 == blk:
+                if p2 < ph:
+                    continue  # ordered by a barrier of this block: forget it
+                if t2 == tid:
+                    keep.append(rec)
+                    if k2 == kind:
+                        mine = True
+                        same += 1
+                    continue
+                if k2 == kind and p2 == ph:
+                    same += 1
+            keep.append(rec)
+            if k2 == kind and (kind == "r" or kind == "a"):
+                continue  # two reads, or two atomics, never conflict
+            if b2 != blk or p2 == ph:
+                report_race(tr, flat, rec, (kind, blk, ph, tid, line), t)
+        if not mine and same < 2:
+            keep.append((kind, blk, ph, tid, line))
+        tr.hist[flat] = keep
+
+
 def record(tr: Tracker, flat: int, kind: str, itemsize: int, t: SimThread, store: bool) -> None:
     """Count the access, look for a conflicting one in the history, remember it.
 
@@ -231,36 +264,7 @@ def record(tr: Tracker, flat: int, kind: str, itemsize: int, t: SimThread, store
                 )
         elif kind != "r":
             tr.written.add(flat)
-    # racecheck
-    blk, ph, tid = t.block, t.phase, t.tid
-    hist = tr.hist.get(flat)
-    if hist is None:
-        tr.hist[flat] = [(kind, blk, ph, tid, line)]
-    else:
-        keep = []
-        same = 0  # records of this (kind, block, phase); at most two distinct threads are kept
-        mine = False
-        for rec in hist:
-            k2, b2, p2, t2, _ = rec
-            if b2 == blk:
-                if p2 < ph:
-                    continue  # ordered by a barrier of this block: forget it
-                if t2 == tid:
-                    keep.append(rec)
-                    if k2 == kind:
-                        mine = True
-                        same += 1
-                    continue
-                if k2 == kind and p2 == ph:
-                    same += 1
-            keep.append(rec)
-            if k2 == kind and (kind == "r" or kind == "a"):
-                continue  # two reads, or two atomics, never conflict
-            if b2 != blk or p2 == ph:
-                report_race(tr, flat, rec, (kind, blk, ph, tid, line), t)
-        if not mine and same < 2:
-            keep.append((kind, blk, ph, tid, line))
-        tr.hist[flat] = keep
+    _racecheck(tr, flat, kind, t, line)
     # coalescing (global) / bank conflicts (shared): group the k-th execution of a line by a warp
     k = t.lines.get(line, 0)
     t.lines[line] = k + 1
