@@ -924,6 +924,24 @@ def _disk_usage(path: str, max_entries: int) -> tuple[int, int]:
     return total, entries
 
 
+def _kill_session(proc: subprocess.Popen[bytes], cgroup: _Cgroup | None) -> None:
+    """SIGKILL the box's process group, then whatever of it the cgroup still holds."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    if cgroup is not None:
+        cgroup.kill_all_and_remove()
+
+
+def _exit_by(proc: subprocess.Popen[bytes], cgroup: _Cgroup | None, deadline: float) -> bool:
+    """Wait for the process to exit; kill its session at the deadline. True when the deadline was hit."""
+    while proc.poll() is None:
+        if time.monotonic() >= deadline:
+            _kill_session(proc, cgroup)
+            return True
+        time.sleep(0.005)
+    return False
+
+
 def _wait(
     proc: subprocess.Popen[bytes],
     limits: Limits,
@@ -945,25 +963,18 @@ def _wait(
     sel.register(proc.stdout, selectors.EVENT_READ, "stdout")
     sel.register(proc.stderr, selectors.EVENT_READ, "stderr")
     deadline = start + limits.wall_seconds
-
-    def kill() -> None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        if cgroup is not None:
-            cgroup.kill_all_and_remove()
-
     try:
         while sel.get_map():
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 timed_out, killed = True, f"wall-clock limit {limits.wall_seconds:g} s"
-                kill()
+                _kill_session(proc, cgroup)
                 break
             if disk_watch is not None and time.monotonic() >= next_disk_check:
                 used, entries = _disk_usage(disk_watch, 10_000)
                 if used > quota or entries > 10_000:
                     killed = f"disk limit {box_quota_mb(limits)} MiB / 10000 files in the box"
-                    kill()
+                    _kill_session(proc, cgroup)
                     break
                 next_disk_check = time.monotonic() + 0.1
             for key, _ in sel.select(timeout=min(remaining, 0.1 if disk_watch else 0.5)):
@@ -977,15 +988,11 @@ def _wait(
                     del buf[limits.output_bytes :]
                     killed = "output limit"
             if killed:
-                kill()
+                _kill_session(proc, cgroup)
                 break
         # Pipes closed (or we killed): the process itself must still exit within the deadline.
-        while proc.poll() is None:
-            if time.monotonic() >= deadline:
-                timed_out, killed = True, killed or f"wall-clock limit {limits.wall_seconds:g} s"
-                kill()
-                break
-            time.sleep(0.005)
+        if _exit_by(proc, cgroup, deadline):
+            timed_out, killed = True, killed or f"wall-clock limit {limits.wall_seconds:g} s"
         proc.wait()
     finally:
         sel.close()
