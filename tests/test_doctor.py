@@ -55,6 +55,12 @@ def test_packages_check_reads_extras_locks_for_installed_packages_only(tmp_path:
     assert f.status == "fail" and "pytest" in f.detail and "not-installed-either" not in f.detail
 
 
+def test_packages_check_ignores_the_seam_matrix_lock(tmp_path: Path) -> None:
+    (tmp_path / "app.txt").write_text(f"pyyaml=={md.version('pyyaml')}\n")
+    (tmp_path / "openai2.txt").write_text("openai==0.0.1\n")  # installed over the locked client on purpose
+    assert doctor.check_packages(tmp_path).status == "ok"
+
+
 def test_embedded_model_check_verifies_the_weights_hash(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
