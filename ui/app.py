@@ -17,17 +17,17 @@ from typing import Any
 import gradio as gr
 
 from interviewer import planner
-from interviewer.admin import AdminGate, single_user_local
+from interviewer.admin import single_user_local
 from interviewer.config import Settings
 from interviewer.content import Round
 from interviewer.desk import Desk
 from interviewer.engine.interview import Interview
 from interviewer.errors import InputError, InterviewerError
-from interviewer.limits import MAX_PER_ROUND, check_fields
+from interviewer.limits import MAX_PER_ROUND
 from interviewer.netguard import check_url, exposure_check
-from interviewer.owners import OwnerTokens, Resolved
 from interviewer.runtime import Runtime
 from interviewer.text import inert_markdown
+from ui.checks import RequestChecks
 from ui.panels import CodePanel, Reports
 from ui.voice import Voice
 
@@ -97,18 +97,17 @@ class App:
 
     def __init__(self, runtime: Runtime, *, admin: bool = True) -> None:
         self.rt = runtime
-        self.gate = AdminGate(runtime.settings.admin_token, local=admin)
-        secret = runtime.settings.owner_secret  # shared by a deployment's replicas (docs/deploy.md)
-        self.owners = (
-            OwnerTokens(secret.encode()) if secret else OwnerTokens.for_data_dir(runtime.settings.data_dir)
-        )
+        self.checks = RequestChecks(runtime.settings, admin=admin)
+        self.gate, self.owners = self.checks.gate, self.checks.owners
+        self._owner, self._resolve = self.checks.owner, self.checks.resolve
+        self._bounded, self._admin = self.checks.bounded, self.checks.admin
         self._locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
         # sid -> (owner, events seen, interview): typing events reuse the open interview while nothing moved;
         # the most recent _TYPING_KEPT sessions only (a long-running server sees many)
         self._typing: OrderedDict[str, tuple[str, int, Interview]] = OrderedDict()
         self.desk = Desk(runtime)
-        self.voice = Voice(runtime, self.desk, self._owner, self._busy)
+        self.voice = Voice(runtime, self.desk, self.checks, self._busy)
         self.code = CodePanel()
         self.reports = Reports(runtime, self.desk, self._owner)
         # The components' handlers, under the names the page and the tests have always used.
@@ -121,32 +120,6 @@ class App:
         self.show_report, self.progress = self.reports.show_report, self.reports.progress
 
     # helpers -------------------------------------------------------------------------------------
-    def _owner(self, token: str | None, request: gr.Request | None) -> str:
-        """The owner of this request: the login, else the browser's signed token (a forged one owns nothing)."""
-        return self._resolve(token, request).owner
-
-    def _resolve(self, token: str | None, request: gr.Request | None) -> Resolved:
-        try:
-            return self.owners.resolve(
-                token, getattr(request, "username", None) if request is not None else None
-            )
-        except InputError as e:  # a client sent something other than a token string
-            raise gr.Error(str(e)) from e
-
-    def _bounded(self, **fields: object) -> None:
-        """Every text a visitor sent is text and within its cap, before any work is done for it."""
-        try:
-            check_fields(fields, max_answer_chars=self.rt.settings.max_answer_chars)
-        except InputError as e:
-            raise gr.Error(str(e)) from e
-
-    def _admin(self, token: object, request: gr.Request | None) -> None:
-        """Only an admin changes the app for everyone (interviewer/admin.py): checked before anything else."""
-        try:
-            self.gate.check(token, dict(request.headers) if request is not None else None)
-        except InputError as e:
-            raise gr.Error(str(e)) from e
-
     @contextmanager
     def _exclusive(self, sid: str | None, wait: float = 0.0) -> Iterator[bool]:
         """One turn at a time per session: Send twice (Enter + click, two tabs) must not answer twice.

@@ -14,8 +14,8 @@ import gradio as gr
 from interviewer.desk import Desk
 from interviewer.engine.interview import Interview
 from interviewer.errors import InputError, InterviewerError
-from interviewer.limits import check_fields
 from interviewer.runtime import Runtime, warm_quietly
+from ui.checks import RequestChecks
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +39,7 @@ class _Listening:
 class Voice:
     """Speech for every session of one app process.
 
-    ``owner`` resolves a request's owner; ``busy`` tells whether a session's turn is in flight (the
+    ``checks`` resolves a request's owner and caps what it sent; ``busy`` tells whether a session's turn is in flight (the
     interviewer is replying, so the microphone is not the candidate's yet).
     """
 
@@ -47,12 +47,12 @@ class Voice:
         self,
         runtime: Runtime,
         desk: Desk,
-        owner: Callable[[str | None, gr.Request | None], str],
+        checks: RequestChecks,
         busy: Callable[[str], bool],
     ) -> None:
         self.rt = runtime
         self.desk = desk
-        self._owner = owner
+        self._owner, self._bounded = checks.owner, checks.bounded
         self._busy = busy
         # sid -> the answer being spoken into the streaming microphone; sid -> stops the interviewer's voice
         self._spoken: dict[str, _Listening] = {}
@@ -152,13 +152,6 @@ class Voice:
         except InterviewerError as e:
             gr.Warning(f"The interviewer's voice is unavailable: {e}")
             return gr.update()
-
-    def _bounded(self, **fields: object) -> None:
-        """Every text a visitor sent is text and within its cap, before any work is done for it."""
-        try:
-            check_fields(fields, max_answer_chars=self.rt.settings.max_answer_chars)
-        except InputError as e:
-            raise gr.Error(str(e)) from e
 
     def transcribe(
         self, audio_path: str | None, typed: str, sid: str | None, owner: str | None, request: gr.Request
