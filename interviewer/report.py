@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import html
 import math
+import re
 from collections import defaultdict
 from collections.abc import Sequence
 from statistics import mean
@@ -12,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from interviewer import code_followup, whiteboard
 from interviewer.content import Bank, Question, Round
 from interviewer.scoring.models import QuestionScore
 from interviewer.session import Scorer, State, hinted_levels, last_code_run_passed, plan_bank, replay
@@ -50,6 +52,9 @@ class QuestionReport(BaseModel):
     knowledge: list[str] = Field(default_factory=list)
     times: list[AnswerTime] = Field(default_factory=list)
     code_runs: list[CodeRun] = Field(default_factory=list)
+    run_history: str = ""  # Markdown: each test run and the follow-up it led to
+    whiteboard_md: str = ""  # Markdown: the final diagram and what it left out
+    whiteboard_lines: list[str] = Field(default_factory=list)  # the same, as plain lines (for HTML)
     transcript: list[tuple[str, str]] = Field(default_factory=list)  # (role, text)
 
 
@@ -122,7 +127,17 @@ def _signal(
     return "no hire", reasons
 
 
-def _question_report(q: Question, st: State, events_by_q: dict[str, list[Any]]) -> QuestionReport:
+def _run_history(events: Sequence[Any], qid: str) -> str:
+    """The test runs on ``qid`` and the follow-ups they led to ("" when a stored verdict cannot be read)."""
+    try:
+        return code_followup.run_history_markdown(code_followup.history_from_events(events, qid))
+    except ValueError:  # a verdict stored in an older shape (no task id)
+        return ""
+
+
+def _question_report(
+    q: Question, st: State, events_by_q: dict[str, list[Any]], events: Sequence[Any] = ()
+) -> QuestionReport:
     answers = st.answers.get(q.id, [])
     score = st.scores.get(q.id)
     status: Literal["scored", "answered", "not reached"] = (
@@ -167,6 +182,9 @@ def _question_report(q: Question, st: State, events_by_q: dict[str, list[Any]]) 
         knowledge=list(q.knowledge),
         times=times,
         code_runs=runs,
+        run_history=_run_history(events, q.id) if runs else "",
+        whiteboard_md=whiteboard.report_markdown(st.diagrams[q.id], q) if q.id in st.diagrams else "",
+        whiteboard_lines=whiteboard.report_lines(st.diagrams[q.id], q) if q.id in st.diagrams else [],
         transcript=transcript,
     )
 
@@ -193,7 +211,7 @@ def build_report(
     rounds: list[RoundReport] = []
     for r in st.rounds:
         qs = [
-            _question_report(bank.get(qid), st, answered_events)
+            _question_report(bank.get(qid), st, answered_events, events)
             for qid in st.plan
             if bank.get(qid).round.value == r
         ]
@@ -374,6 +392,10 @@ def render_markdown(rep: Report) -> str:
                 out.append(f"- hidden tests: {'all passed' if run.passed else 'failing'}")
                 for f in run.failing[:5]:
                     out.append(f"  - {_md_escape(f)}")
+            if q.run_history:
+                out += ["", "#### Test runs", "", q.run_history, ""]
+            if q.whiteboard_md:
+                out += ["", q.whiteboard_md, ""]
             timed = [t for t in q.times if t.seconds is not None]
             if timed:
                 out.append(
@@ -469,6 +491,12 @@ def render_html(rep: Report) -> str:
                 body.append(
                     f"<p>Hidden tests: {'all passed' if run.passed else 'failing'}</p><ul>{fails}</ul>"
                 )
+            if q.run_history:  # the Markdown's escapes undone, then escaped for HTML
+                runs_text = re.sub(r"\\(.)", r"\1", q.run_history)
+                body.append(f"<h4>Test runs</h4><pre class=runs>{e(runs_text)}</pre>")
+            if q.whiteboard_lines:
+                board = "".join(f"<li>{e(line)}</li>" for line in q.whiteboard_lines)
+                body.append(f"<h4>Whiteboard</h4><ul class=whiteboard>{board}</ul>")
             body.append("<details><summary>Transcript and key ideas</summary><ul>")
             for role, text in q.transcript:
                 body.append(f"<li><b>{e(role)}:</b> {e(text)}</li>")

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import BaseMessage
 
-from interviewer import checker, whiteboard
+from interviewer import checker
 from interviewer.checker.models import TestResult, Verdict
 from interviewer.content import Bank, load_question
 from interviewer.engine.board import has_whiteboard

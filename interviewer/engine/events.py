@@ -128,7 +128,9 @@ def _code_run(st: State, p: dict[str, Any], ts: float) -> State:
     fu = p.get("followup")
     if isinstance(fu, dict) and fu.get("text"):  # logs from before code follow-ups have none
         done = {**st.code_followups, p["qid"]: [*st.code_followups.get(p["qid"], []), fu]}
-        st = replace(st, code_followups=done, pending_code_followup={**st.pending_code_followup, p["qid"]: fu})
+        st = replace(
+            st, code_followups=done, pending_code_followup={**st.pending_code_followup, p["qid"]: fu}
+        )
     return st
 
 
