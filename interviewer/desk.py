@@ -66,7 +66,8 @@ class Desk:
     def run_tests(self, it: Interview, code: str) -> Verdict:
         return planner.run_tests(it, code)
 
-    def has_whiteboard(self, it: Interview | None) -> bool:
+    @staticmethod
+    def has_whiteboard(it: Interview | None) -> bool:
         """Whether the open question is drawn on the design whiteboard."""
         from interviewer.engine.board import has_whiteboard
 
