@@ -360,8 +360,10 @@ def render_markdown(rep: Report) -> str:
         for q in rr.questions:
             out.append(f"### {html.escape(q.question, quote=False)}")  # may quote the resume
             out.append("")
-            if q.whiteboard_md:  # drawn even when no answer was sent
+            if q.whiteboard_md:  # drawn (and tests run) even when no answer was sent
                 out += [q.whiteboard_md, ""]
+            if q.run_history:
+                out += ["#### Test runs", "", q.run_history, ""]
             if q.status == "not reached":
                 out += ["_Not reached in this session._", ""]
                 continue
@@ -394,8 +396,6 @@ def render_markdown(rep: Report) -> str:
                 out.append(f"- hidden tests: {'all passed' if run.passed else 'failing'}")
                 for f in run.failing[:5]:
                     out.append(f"  - {_md_escape(f)}")
-            if q.run_history:
-                out += ["", "#### Test runs", "", q.run_history, ""]
             timed = [t for t in q.times if t.seconds is not None]
             if timed:
                 out.append(
@@ -463,6 +463,9 @@ def render_html(rep: Report) -> str:
             if q.whiteboard_lines:
                 board = "".join(f"<li>{e(line)}</li>" for line in q.whiteboard_lines)
                 body.append(f"<h4>Whiteboard</h4><ul class=whiteboard>{board}</ul>")
+            if q.run_history:  # the Markdown's escapes undone, then escaped for HTML
+                runs_text = re.sub(r"\\(.)", r"\1", q.run_history)
+                body.append(f"<h4>Test runs</h4><pre class=runs>{e(runs_text)}</pre>")
             if q.status == "not reached":
                 body.append("<p><i>Not reached in this session.</i></p>")
                 continue
@@ -494,9 +497,6 @@ def render_html(rep: Report) -> str:
                 body.append(
                     f"<p>Hidden tests: {'all passed' if run.passed else 'failing'}</p><ul>{fails}</ul>"
                 )
-            if q.run_history:  # the Markdown's escapes undone, then escaped for HTML
-                runs_text = re.sub(r"\\(.)", r"\1", q.run_history)
-                body.append(f"<h4>Test runs</h4><pre class=runs>{e(runs_text)}</pre>")
             body.append("<details><summary>Transcript and key ideas</summary><ul>")
             for role, text in q.transcript:
                 body.append(f"<li><b>{e(role)}:</b> {e(text)}</li>")
