@@ -331,6 +331,25 @@ def _md_escape(text: str) -> str:
     return html.escape(text, quote=False).replace("[", "\\[").replace("]", "\\]").replace("`", "\\`")
 
 
+def _board_and_runs_md(q: QuestionReport) -> list[str]:
+    """The question's final whiteboard and its test runs with the follow-ups they led to (Markdown lines)."""
+    out = [q.whiteboard_md, ""] if q.whiteboard_md else []
+    return out + (["#### Test runs", "", q.run_history, ""] if q.run_history else [])
+
+
+def _board_and_runs_html(q: QuestionReport) -> list[str]:
+    """The same as :func:`_board_and_runs_md`, as HTML blocks."""
+    e = html.escape
+    out = []
+    if q.whiteboard_lines:
+        board = "".join(f"<li>{e(line)}</li>" for line in q.whiteboard_lines)
+        out.append(f"<h4>Whiteboard</h4><ul class=whiteboard>{board}</ul>")
+    if q.run_history:  # the Markdown's escapes undone, then escaped for HTML
+        runs = re.sub(r"\\(.)", r"\1", q.run_history)
+        out.append(f"<h4>Test runs</h4><pre class=runs>{e(runs)}</pre>")
+    return out
+
+
 def render_markdown(rep: Report) -> str:
     when = dt.datetime.fromtimestamp(rep.created).strftime("%Y-%m-%d %H:%M")
     out = [
@@ -360,10 +379,7 @@ def render_markdown(rep: Report) -> str:
         for q in rr.questions:
             out.append(f"### {html.escape(q.question, quote=False)}")  # may quote the resume
             out.append("")
-            if q.whiteboard_md:  # drawn (and tests run) even when no answer was sent
-                out += [q.whiteboard_md, ""]
-            if q.run_history:
-                out += ["#### Test runs", "", q.run_history, ""]
+            out += _board_and_runs_md(q)  # drawn and run even when no answer was sent
             if q.status == "not reached":
                 out += ["_Not reached in this session._", ""]
                 continue
@@ -460,12 +476,7 @@ def render_html(rep: Report) -> str:
             body.append(_bar_svg(list(rr.criteria.items())))
         for q in rr.questions:
             body.append(f"<h3>{e(q.question)}</h3>")
-            if q.whiteboard_lines:
-                board = "".join(f"<li>{e(line)}</li>" for line in q.whiteboard_lines)
-                body.append(f"<h4>Whiteboard</h4><ul class=whiteboard>{board}</ul>")
-            if q.run_history:  # the Markdown's escapes undone, then escaped for HTML
-                runs_text = re.sub(r"\\(.)", r"\1", q.run_history)
-                body.append(f"<h4>Test runs</h4><pre class=runs>{e(runs_text)}</pre>")
+            body += _board_and_runs_html(q)
             if q.status == "not reached":
                 body.append("<p><i>Not reached in this session.</i></p>")
                 continue
