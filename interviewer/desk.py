@@ -66,6 +66,17 @@ class Desk:
     def run_tests(self, it: Interview, code: str) -> Verdict:
         return planner.run_tests(it, code)
 
+    @staticmethod
+    def has_whiteboard(it: Interview | None) -> bool:
+        """Whether the open question is drawn on the design whiteboard."""
+        from interviewer.engine.board import has_whiteboard
+
+        return it is not None and not it.finished and has_whiteboard(it.question)
+
+    def submit_diagram(self, it: Interview, text: str) -> str | None:
+        """Store the candidate's diagram; the interviewer's question on it (None: nothing to ask about it)."""
+        return it.board.submit(it.question, text)
+
     def sessions(self, owner: str) -> list[SessionRow]:
         return self.rt.store.list(owner=owner)
 

@@ -25,6 +25,7 @@ def _caps(max_answer_chars: int) -> dict[str, tuple[str, int, str]]:
     from interviewer.checker import MAX_CODE_CHARS
     from interviewer.clarify import MAX_CLARIFY_CHARS
     from interviewer.posting import MAX_POSTING_CHARS
+    from interviewer.whiteboard import MAX_CHARS as MAX_DIAGRAM_CHARS
 
     trim = "Trim it to the part you would say out loud"
     return {
@@ -32,6 +33,7 @@ def _caps(max_answer_chars: int) -> dict[str, tuple[str, int, str]]:
         "typed": ("the answer", max_answer_chars, trim),  # the text in the answer box before a recording
         "asked": ("the clarifying question", MAX_CLARIFY_CHARS, "Ask one short question at a time"),
         "code": ("the code", MAX_CODE_CHARS, "Submit only your solution"),
+        "diagram": ("the diagram", MAX_DIAGRAM_CHARS, "Draw the main parts and arrows only"),
         "posting": ("the job posting", MAX_POSTING_CHARS, "Paste only the role description and requirements"),
         "choice": ("the round", MAX_CHOICE_CHARS, "Pick one from the list"),
         "loop": ("the loop preset", MAX_CHOICE_CHARS, "Pick one from the list"),

@@ -158,5 +158,5 @@ def run_tests(it: Interview, code: str) -> Verdict:
     if q is None or not q.coding_task:
         raise InputError("the open question has no coding task")
     verdict = checker.check(q.coding_task, code)
-    it.record_code_run(verdict.model_dump(mode="json"))
+    it.record_code_run(verdict.model_dump(mode="json"), code=code)
     return verdict

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import html
 import math
+import re
 from collections import defaultdict
 from collections.abc import Sequence
 from statistics import mean
@@ -12,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from interviewer import code_followup, whiteboard
 from interviewer.content import Bank, Question, Round
 from interviewer.scoring.models import QuestionScore
 from interviewer.session import Scorer, State, hinted_levels, last_code_run_passed, plan_bank, replay
@@ -50,6 +52,9 @@ class QuestionReport(BaseModel):
     knowledge: list[str] = Field(default_factory=list)
     times: list[AnswerTime] = Field(default_factory=list)
     code_runs: list[CodeRun] = Field(default_factory=list)
+    run_history: str = ""  # Markdown: each test run and the follow-up it led to
+    whiteboard_md: str = ""  # Markdown: the final diagram and what it left out
+    whiteboard_lines: list[str] = Field(default_factory=list)  # the same, as plain lines (for HTML)
     transcript: list[tuple[str, str]] = Field(default_factory=list)  # (role, text)
 
 
@@ -122,7 +127,17 @@ def _signal(
     return "no hire", reasons
 
 
-def _question_report(q: Question, st: State, events_by_q: dict[str, list[Any]]) -> QuestionReport:
+def _run_history(events: Sequence[Any], qid: str) -> str:
+    """The test runs on ``qid`` and the follow-ups they led to ("" when a stored verdict cannot be read)."""
+    try:
+        return code_followup.run_history_markdown(code_followup.history_from_events(events, qid))
+    except ValueError:  # a verdict stored in an older shape (no task id)
+        return ""
+
+
+def _question_report(
+    q: Question, st: State, events_by_q: dict[str, list[Any]], events: Sequence[Any] = ()
+) -> QuestionReport:
     answers = st.answers.get(q.id, [])
     score = st.scores.get(q.id)
     status: Literal["scored", "answered", "not reached"] = (
@@ -167,6 +182,9 @@ def _question_report(q: Question, st: State, events_by_q: dict[str, list[Any]]) 
         knowledge=list(q.knowledge),
         times=times,
         code_runs=runs,
+        run_history=_run_history(events, q.id) if runs else "",
+        whiteboard_md=whiteboard.report_markdown(st.diagrams[q.id], q) if q.id in st.diagrams else "",
+        whiteboard_lines=whiteboard.report_lines(st.diagrams[q.id], q) if q.id in st.diagrams else [],
         transcript=transcript,
     )
 
@@ -185,7 +203,7 @@ def build_report(
     for ev in events:
         if ev.kind == "answered":
             answered_events[ev.payload["qid"]].append(ev.payload)
-    rounds = [_round_report(Round(r), st, bank, answered_events) for r in st.rounds]
+    rounds = [_round_report(Round(r), st, bank, answered_events, events) for r in st.rounds]
     strongest, weakest = _strongest_and_weakest(rounds)
     return Report(
         session_id=session_id,
@@ -210,10 +228,12 @@ def _score_unscored(st: State, bank: Bank, scorer: Scorer) -> None:
             )
 
 
-def _round_report(r: Round, st: State, bank: Bank, answered_events: dict[str, list[Any]]) -> RoundReport:
+def _round_report(
+    r: Round, st: State, bank: Bank, answered_events: dict[str, list[Any]], events: Sequence[Any] = ()
+) -> RoundReport:
     """One round: its questions, mean score, mean level per criterion and the practice signal with reasons."""
     qs = [
-        _question_report(bank.get(qid), st, answered_events)
+        _question_report(bank.get(qid), st, answered_events, events)
         for qid in st.plan
         if bank.get(qid).round.value == r
     ]
@@ -330,6 +350,25 @@ def _md_escape(text: str) -> str:
     return html.escape(text, quote=False).replace("[", "\\[").replace("]", "\\]").replace("`", "\\`")
 
 
+def _board_and_runs_md(q: QuestionReport) -> list[str]:
+    """The question's final whiteboard and its test runs with the follow-ups they led to (Markdown lines)."""
+    out = [q.whiteboard_md, ""] if q.whiteboard_md else []
+    return out + (["#### Test runs", "", q.run_history, ""] if q.run_history else [])
+
+
+def _board_and_runs_html(q: QuestionReport) -> list[str]:
+    """The same as :func:`_board_and_runs_md`, as HTML blocks."""
+    e = html.escape
+    out = []
+    if q.whiteboard_lines:
+        board = "".join(f"<li>{e(line)}</li>" for line in q.whiteboard_lines)
+        out.append(f"<h4>Whiteboard</h4><ul class=whiteboard>{board}</ul>")
+    if q.run_history:  # the Markdown's escapes undone, then escaped for HTML
+        runs = re.sub(r"\\(.)", r"\1", q.run_history)
+        out.append(f"<h4>Test runs</h4><pre class=runs>{e(runs)}</pre>")
+    return out
+
+
 def render_markdown(rep: Report) -> str:
     """The report as Markdown (candidate text escaped: no HTML, links or images from it)."""
     when = dt.datetime.fromtimestamp(rep.created).strftime("%Y-%m-%d %H:%M")
@@ -381,6 +420,7 @@ def _md_round(rr: RoundReport) -> list[str]:
 
 def _md_question(q: QuestionReport) -> list[str]:
     out = [f"### {html.escape(q.question, quote=False)}", ""]  # may quote the resume
+    out += _board_and_runs_md(q)  # drawn and run even when no answer was sent
     if q.status == "not reached":
         return [*out, "_Not reached in this session._", ""]
     out += _md_score(q.score) if q.score else ["_Answered, not scored._"]
@@ -461,6 +501,7 @@ def render_html(rep: Report) -> str:
             body.append(_bar_svg(list(rr.criteria.items())))
         for q in rr.questions:
             body.append(f"<h3>{e(q.question)}</h3>")
+            body += _board_and_runs_html(q)
             if q.status == "not reached":
                 body.append("<p><i>Not reached in this session.</i></p>")
                 continue

@@ -190,13 +190,14 @@ def test_an_oversized_answer_so_far_never_reaches_the_model_server(tmp_path: Pat
             r"the clarifying question is 1,500 characters; the limit is 1,000",
         ),
         ("/run_tests", ("x = 1\n" * 20_000,), r"the code is 120,000 characters; the limit is 100,000"),
+        ("/send_diagram", ("a --> b\n" * 1_200,), r"the diagram is 9,600 characters; the limit is 8,000"),
         ("/reopen", ("0" * 5_000,), r"the session id is 5,000 characters; the limit is 128"),
         ("/test_connection", ("http://127.0.0.1:9/" + "v" * 5_000, ""), r"the base URL is 5,019 characters"),
         ("/use_model", ("", "", "m" * 1_000), r"the model name is 1,000 characters; the limit is 256"),
         # (a text box turns anything into its text; the code editor passes it on as sent)
         ("/run_tests", ({"code": "an object where code goes"},), r"the code must be text, not dict"),
     ],
-    ids=["send", "send-5MB", "clarify", "run-tests", "reopen", "test-connection", "use-model", "code-object"],
+    ids=["send", "send-5MB", "clarify", "run-tests", "diagram", "reopen", "test-connection", "use-model", "code-object"],
 )
 def test_every_text_field_is_typed_and_capped_before_any_work(
     tmp_path: Path, api_name: str, args: tuple, message: str

@@ -19,7 +19,10 @@ from typing import Any
 import pytest
 from langchain_core.messages import BaseMessage
 
-from interviewer.content import Bank
+from interviewer import checker
+from interviewer.checker.models import TestResult, Verdict
+from interviewer.content import Bank, load_question
+from interviewer.engine.board import has_whiteboard
 from interviewer.engine.events import State, replay
 from interviewer.errors import InputError
 from interviewer.listen import Listener
@@ -29,6 +32,9 @@ from interviewer.store import SessionStore
 
 SESSIONS = 24
 MAX_STEPS = 45
+REPO = Path(__file__).parent.parent
+CODING = REPO / "rubrics" / "phone-screen" / "phone.coding.merge-intervals.yaml"
+DESIGN = REPO / "rubrics" / "system-design" / "design.fraud-scoring.yaml"
 
 ANSWERS = [
     "Amdahl gives about 4.7x, and the serial part caps it at 10x.",
@@ -148,12 +154,23 @@ class Session:
         else:
             out += [("typed", self.typed), ("spoken", self.spoken)] * 5
             out += [("code_run", self.code_run), ("clarify", self.clarify), ("ahead", self.ahead)]
+            q = it.question
+            if q is not None and q.coding_task:
+                out += [("code_run", self.code_run)] * 3
+            if has_whiteboard(q):
+                out += [("diagram", self.diagram)] * 3
         return out
 
     # the steps, each with the effect it must have ---------------------------------------------------
     def advance(self) -> None:
+        before = self.live.state
         text = self.live.advance_all()
         assert self.live.messages()[-1]["content"] == text
+        last = self.live.state.turns[-1] if self.live.state.turns else None
+        if last is not None and last.meta.get("code_followup"):  # a test run's follow-up, asked once
+            pending = before.pending_code_followup[last.qid]
+            assert text.endswith(pending["text"]) and last.meta["code_followup"] == pending["kind"]
+            assert last.qid not in self.live.state.pending_code_followup
         assert self.live.awaiting in ("candidate", "done")
         if self.live.finished:
             assert self.live.state.end_reason == "completed"
@@ -185,11 +202,43 @@ class Session:
         self._answer("spoken")
 
     def code_run(self) -> None:
-        verdict = {"passed": self.rng.random() < 0.5, "tests": [], "seconds": 0.1}
-        qid = self.live.state.qid
-        assert qid is not None
-        self.live.record_code_run(verdict)
-        assert self.live.state.code_runs[qid][-1] == verdict
+        q = self.live.question
+        assert q is not None
+        if not q.coding_task:
+            verdict = {"passed": self.rng.random() < 0.5, "tests": [], "seconds": 0.1}
+            self.live.record_code_run(verdict)
+            assert self.live.state.code_runs[q.id][-1] == verdict
+            return
+        task = checker.get_task(q.coding_task)
+        tests = [TestResult(name="a plain case", passed=True)]
+        if self.rng.random() < 0.5:
+            tests.append(TestResult(name="first list empty", passed=False, message="got [9], expected [3]"))
+        verdict = Verdict(task_id=task.id, tests=tests).model_dump(mode="json")
+        self.live.record_code_run(verdict, code=task.reference_code())
+        st = self.live.state
+        pending = st.pending_code_followup[q.id]
+        assert st.code_runs[q.id][-1] == verdict and st.code_followups[q.id][-1] == pending
+        assert (pending["kind"] == "failing_case") == (not verdict["passed"])
+
+    def diagram(self) -> None:
+        q = self.live.question
+        assert q is not None
+        names = [c.name for c in q.components]
+        drawn = self.rng.sample(names, self.rng.randrange(len(names) + 1))
+        boxes = [f"n{i}[{name}]" for i, name in enumerate(drawn)] or ["x[Box]"]
+        text = "flowchart LR\n" + " --> ".join(boxes)
+        before = self.live.state
+        asked = self.live.board.submit(q, text)
+        st = self.live.state
+        assert st.diagrams[q.id] == text and st.level == before.level and st.awaiting == "candidate"
+        if asked is not None:
+            assert st.turns[-1].text == asked and st.turns[-1].meta.get("board")
+            assert st.board_asked[q.id] == [*before.board_asked.get(q.id, []), st.turns[-1].meta["about"]]
+            missing = [n for n in names if n not in drawn and n not in before.board_asked.get(q.id, [])]
+            if missing:
+                assert asked == next(c.ask for c in q.components if c.name == missing[0])
+        else:
+            assert len(st.turns) == len(before.turns)
 
     def clarify(self) -> None:
         n = len(self.live.state.turns)
@@ -250,7 +299,16 @@ def _start(bank: Bank, path: Path, seed: int) -> Session:
         answer_seconds=60 if rng.random() < 0.5 else None,
     )
     budget = {"round_minutes": {"phone-screen": 1.0}} if rng.random() < 0.3 else None
-    it = Interview.start(ports, ["phone-screen", "inference-case"], per_round=1, extra_plan=budget)
+    # The bank's own questions, then a coding question and a design question drawn on the whiteboard.
+    extra = [load_question(CODING), load_question(DESIGN)]
+    qids = [*(q.id for q in bank.questions.values()), *(q.id for q in extra)]
+    it = Interview.start(
+        ports,
+        ["phone-screen", "inference-case", "system-design"],
+        question_ids=qids,
+        extra_plan=budget,
+        extra_questions=extra,
+    )
     return Session(rng, ports, clock, judge, it)
 
 
@@ -271,6 +329,7 @@ def test_the_generator_reaches_every_kind_of_event(fixture_bank, tmp_path):
     """The scripted sessions above exercise every event kind and the listener's moves (else they prove less)."""
     kinds: set[str] = set()
     moves: set[str] = set()
+    asked: list[Any] = []
     for seed in range(SESSIONS):
         s = _start(fixture_bank, tmp_path, seed)
         for _ in range(MAX_STEPS):
@@ -278,11 +337,14 @@ def test_the_generator_reaches_every_kind_of_event(fixture_bank, tmp_path):
             s.rng.choice(s.actions())[1]()
         for ev in s.ports.store.events(s.live.session_id):
             kinds.add(ev.kind)
+            if ev.kind == "asked":
+                asked.append(ev)
             moves.add(str(ev.payload.get("move", "")))
     assert kinds >= {
         "planned", "asked", "answered", "clarified", "skipped", "scored", "judged", "code_run",
-        "paused", "resumed", "ended",
+        "paused", "resumed", "ended", "diagram", "board_followup",
     }  # fmt: skip
+    assert any(ev.payload.get("code_followup") for ev in asked), "no test run's follow-up was asked"
     assert moves >= {"why", "redirect", "encourage"}, moves
 
 

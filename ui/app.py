@@ -16,7 +16,7 @@ from typing import Any
 
 import gradio as gr
 
-from interviewer import planner
+from interviewer import planner, whiteboard
 from interviewer.admin import single_user_local
 from interviewer.config import Settings
 from interviewer.content import Round
@@ -26,15 +26,16 @@ from interviewer.errors import InputError, InterviewerError
 from interviewer.limits import MAX_PER_ROUND
 from interviewer.netguard import check_url, exposure_check
 from interviewer.runtime import Runtime
-from interviewer.text import inert_markdown
 from ui.checks import RequestChecks
-from ui.panels import CodePanel, Reports
+from ui.panels import BoardPanel, CodePanel, Reports
+from ui.panels import shown as _shown
 from ui.voice import Voice
 
 log = logging.getLogger(__name__)
 
 FULL_LOOP = planner.FULL_LOOP
-_NO_CHANGE = (gr.update(), gr.update(), gr.update())  # the code panel, untouched while a reply streams
+# the code panel and the whiteboard's visibility, untouched while a reply streams
+_NO_CHANGE = (gr.update(), gr.update(), gr.update(), gr.update())
 ROUND_CHOICES = [(r.title, r.value) for r in Round] + [("All rounds", FULL_LOOP)]
 
 
@@ -51,11 +52,6 @@ Chat = list[dict[str, str]]
 END_WAIT_SECONDS = 120.0  # End round waits this long for a reply (and its scoring) that is still running
 ROUND_ENDED = "Round ended: answered questions are scored."
 BUSY = "the interviewer is still on your last message: wait for it to finish, then try again"
-
-
-def _shown(chat: Chat) -> Chat:
-    """The chat as displayed: the candidate's markup (HTML, images, links) shows as typed and never renders."""
-    return [{**m, "content": inert_markdown(m["content"])} if m["role"] == "user" else m for m in chat]
 
 
 # The interviewer's voice arrives a sentence at a time: the page queues the pieces and plays them in order;
@@ -110,6 +106,7 @@ class App:
         self.voice = Voice(runtime, self.desk, self.checks, self._busy)
         self.code = CodePanel()
         self.reports = Reports(runtime, self.desk, self._owner)
+        self.board = BoardPanel(self.desk, self._owner, self._bounded, self._exclusive, self._status)
         # The components' handlers, under the names the page and the tests have always used.
         self.stop_voice, self.mic_start = self.voice.stop_voice, self.voice.mic_start
         self.transcribe, self.listen, self.listen_stop = (
@@ -566,6 +563,10 @@ def _interview_tab(app: App, c: SimpleNamespace) -> None:
             c.code = gr.Code(label="Your code", language="python", lines=18, elem_id="code")
             c.run_btn = gr.Button("Run tests", elem_id="run-tests")
             c.verdict_md = gr.Markdown("", elem_id="verdict")
+        with gr.Group(visible=False, elem_id="whiteboard") as c.board_panel:
+            c.diagram = gr.Textbox(label="Your design (Mermaid flowchart)", lines=12, elem_id="diagram")
+            c.board_md = gr.Markdown(whiteboard.EMPTY_PANEL, elem_id="board")
+            c.send_diagram_btn = gr.Button("Send diagram", elem_id="send-diagram")
         c.answer = gr.Textbox(label="Your answer", lines=4, placeholder="Type your answer…", elem_id="answer")
         with gr.Row():
             # Streamed: the transcript grows in the answer box while you talk; a pause ends the turn.
@@ -645,7 +646,7 @@ def _side_tabs(app: App, c: SimpleNamespace) -> None:
 def _wire_interview(app: App, c: SimpleNamespace, runtime: Runtime) -> None:
     """Start, send (typed or spoken), the live transcript and the interviewer's voice."""
     c.demo.load(app.load, [c.owner], [c.owner, c.banner], api_visibility="private")
-    c.coding_out = [c.code_panel, c.code_statement, c.code]
+    c.coding_out = [c.code_panel, c.code_statement, c.code, c.board_panel]
     c.start_btn.click(
         app.start,
         [c.round_dd, c.per_round, c.weak_first, c.owner, c.loop_dd, c.resume_file, c.posting, c.voice_on],
@@ -716,6 +717,17 @@ def _wire_panels(app: App, c: SimpleNamespace) -> None:
         app.reopen, [c.reopen_id, c.owner], [c.chat, c.sid, c.status, *c.coding_out], api_name="reopen"
     )
     c.run_btn.click(app.run_tests, [c.code, c.sid, c.owner], [c.verdict_md], api_name="run_tests")
+    c.diagram.change(
+        app.board.draw,
+        [c.diagram],
+        [c.board_md],
+        queue=False,
+        show_progress="hidden",
+        api_visibility="private",
+    )
+    c.send_diagram_btn.click(
+        app.board.send, [c.diagram, c.sid, c.owner], [c.chat, c.status], api_name="send_diagram"
+    )
     c.report_btn.click(app.show_report, [c.sid, c.owner], [c.report_md, c.report_files], api_name="report")
     c.progress_btn.click(app.progress, [c.owner], [c.skill_plot, c.skill_table], api_name="progress")
     c.test_btn.click(

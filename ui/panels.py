@@ -1,4 +1,5 @@
-"""Panels beside the chat: the coding task with its sandbox, the report, and progress over sessions."""
+"""Panels beside the chat: the coding task with its sandbox, the design whiteboard, the report, and progress over
+sessions."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import logging
 import secrets
 import threading
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any
 
 import gradio as gr
@@ -14,17 +16,24 @@ import gradio as gr
 from interviewer.content import Round
 from interviewer.desk import Desk
 from interviewer.engine.interview import Interview
-from interviewer.errors import InterviewerError
+from interviewer.errors import InputError, InterviewerError
 from interviewer.runtime import Runtime
+from interviewer.text import inert_markdown
 
 log = logging.getLogger(__name__)
 
 
 class CodePanel:
-    """The code panel: shown while the open question has a sandboxed task."""
+    """The code panel: shown while the open question has a sandboxed task (and the whiteboard, while it is a
+    design question with expected components)."""
 
-    def update(self, it: Interview | None) -> tuple[Any, Any, Any]:
-        """Show the code panel while the open question has a sandboxed task (and keep the editor's text)."""
+    def update(self, it: Interview | None) -> tuple[Any, Any, Any, Any]:
+        """The code panel (shown while the open question has a sandboxed task; the editor's text is kept), its
+        statement, the editor, and the whiteboard panel's visibility."""
+        board = gr.update(visible=Desk.has_whiteboard(it))
+        return (*self._code(it), board)
+
+    def _code(self, it: Interview | None) -> tuple[Any, Any, Any]:
         q = it.question if it is not None and not it.finished else None
         task_id = q.coding_task if q is not None else None
         if not task_id:
@@ -65,6 +74,58 @@ class CodePanel:
             log.info("could not pre-start the sandbox for %s: %s", task_id, e)
 
     # handlers ------------------------------------------------------------------------------------
+
+
+Chat = list[dict[str, str]]
+
+
+def shown(chat: Chat) -> Chat:
+    """The chat as displayed: the candidate's markup (HTML, images, links) shows as typed and never renders."""
+    return [{**m, "content": inert_markdown(m["content"])} if m["role"] == "user" else m for m in chat]
+
+
+class BoardPanel:
+    """The design whiteboard: Mermaid text drawn live, and "Send diagram" for the interviewer's question on it."""
+
+    def __init__(
+        self,
+        desk: Desk,
+        owner: Callable[[str | None, gr.Request | None], str],
+        bounded: Callable[..., None],
+        exclusive: Callable[[str | None], AbstractContextManager[bool]],
+        status: Callable[[Interview | None], str],
+    ) -> None:
+        self.desk = desk
+        self._owner = owner
+        self._bounded = bounded
+        self._exclusive = exclusive
+        self._status = status
+
+    def draw(self, text: str) -> str:
+        """The board as the candidate types (an unreadable diagram says what to fix)."""
+        from interviewer import whiteboard
+
+        self._bounded(diagram=text)
+        return whiteboard.render_markdown(text or "")
+
+    def send(self, text: str, sid: str | None, owner: str | None, request: gr.Request) -> tuple[Chat, str]:
+        """Store the diagram; the interviewer's question on it joins the chat (it is not an answer)."""
+        self._bounded(diagram=text)
+        with self._exclusive(sid) as ok:
+            if not ok:
+                raise gr.Error("the interviewer is still replying: send the diagram again in a moment")
+            try:
+                it = self.desk.open(sid, self._owner(owner, request))
+            except InterviewerError as e:
+                raise gr.Error(str(e)) from e
+            try:
+                asked = self.desk.submit_diagram(it, text or "")
+            except InputError as e:
+                gr.Warning(str(e))
+                return shown(it.messages()), self._status(it)
+            if asked is None:
+                gr.Info("The diagram has every part I expected: walk me through it in the answer box.")
+            return shown(it.messages()), self._status(it)
 
 
 class Reports:

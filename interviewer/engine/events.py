@@ -12,7 +12,12 @@ events with the same :func:`apply`, so a resumed session is the live one. Event 
 - ``skipped``: ``qid``, ``level`` (``reason`` when a round's time budget was spent).
 - ``scored`` / ``judged``: ``qid`` and ``score`` (``judged`` also has the truth judge's ``verdicts``; it may
   arrive after the end, from the background judge).
-- ``code_run``: ``qid`` and the sandbox ``verdict``.
+- ``code_run``: ``qid`` and the sandbox ``verdict``; ``run``, ``plan`` and ``followup`` (the follow-up the run
+  leads to, already vetted: asked at the next model move, see :mod:`interviewer.code_followup`) when the code was
+  read.
+- ``diagram``: ``qid`` and the whiteboard ``text`` (Mermaid) the candidate sent.
+- ``board_followup``: ``qid``, ``about``, ``kind``, ``text``: the interviewer's question on that diagram (a turn
+  that does not change the why level, like a clarification's reply).
 - ``paused`` / ``resumed``: nothing (their time stamps stop and restart the answer clock).
 - ``ended``: ``reason`` (and the closing ``text`` when the interview ran to its end).
 """
@@ -59,6 +64,10 @@ class State:
     judged: set[str] = field(default_factory=set)  # questions rescored with the truth judge's verdicts
     code_runs: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     budgets: dict[str, float] = field(default_factory=dict)  # round id -> minutes
+    code_followups: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # qid -> follow-ups of runs
+    pending_code_followup: dict[str, dict[str, Any]] = field(default_factory=dict)  # qid -> not asked yet
+    diagrams: dict[str, str] = field(default_factory=dict)  # qid -> the last diagram sent
+    board_asked: dict[str, list[str]] = field(default_factory=dict)  # qid -> ``about`` of board follow-ups
     paused_at: float | None = None
     end_reason: str | None = None
 
@@ -81,7 +90,11 @@ def initial_state(plan: dict[str, Any]) -> State:
 
 def _asked(st: State, p: dict[str, Any], ts: float) -> State:
     turn = Turn("interviewer", p["text"], p["qid"], p["level"], p)
-    return replace(st, turns=[*st.turns, turn], level=p["level"], awaiting="candidate", asked_at=ts)
+    st = replace(st, turns=[*st.turns, turn], level=p["level"], awaiting="candidate", asked_at=ts)
+    if p.get("code_followup") and p["qid"] in st.pending_code_followup:
+        pending = {k: v for k, v in st.pending_code_followup.items() if k != p["qid"]}
+        st = replace(st, pending_code_followup=pending)
+    return st
 
 
 def _answered(st: State, p: dict[str, Any], ts: float) -> State:
@@ -111,7 +124,26 @@ def _judged(st: State, p: dict[str, Any], ts: float) -> State:
 
 def _code_run(st: State, p: dict[str, Any], ts: float) -> State:
     runs = {**st.code_runs, p["qid"]: [*st.code_runs.get(p["qid"], []), p["verdict"]]}
-    return replace(st, code_runs=runs)
+    st = replace(st, code_runs=runs)
+    fu = p.get("followup")
+    if isinstance(fu, dict) and fu.get("text"):  # logs from before code follow-ups have none
+        done = {**st.code_followups, p["qid"]: [*st.code_followups.get(p["qid"], []), fu]}
+        st = replace(
+            st, code_followups=done, pending_code_followup={**st.pending_code_followup, p["qid"]: fu}
+        )
+    return st
+
+
+def _diagram(st: State, p: dict[str, Any], ts: float) -> State:
+    return replace(st, diagrams={**st.diagrams, p["qid"]: p["text"]})
+
+
+def _board_followup(st: State, p: dict[str, Any], ts: float) -> State:
+    """The interviewer's question on the diagram: a turn at the same level (it does not advance the why-chain)."""
+    asked = {**st.board_asked, p["qid"]: [*st.board_asked.get(p["qid"], []), p["about"]]}
+    meta = {"board": True, "kind": p["kind"], "about": p["about"]}
+    turn = Turn("interviewer", p["text"], p["qid"], st.level, meta)
+    return replace(st, board_asked=asked, turns=[*st.turns, turn])
 
 
 def _clarified(st: State, p: dict[str, Any], ts: float) -> State:
@@ -150,6 +182,8 @@ HANDLERS: dict[str, Handler] = {
     "scored": _scored,
     "judged": _judged,
     "code_run": _code_run,
+    "diagram": _diagram,
+    "board_followup": _board_followup,
     "paused": _paused,
     "resumed": _resumed,
     "ended": _ended,

@@ -165,8 +165,13 @@ class FollowupWriter:
         ack = str(plan["ack"]) if plan.get("ack") else ""
         lead = f"{ack} " if ack else ""
         carried = {k: v for k, v in plan.items() if k not in ("next_level", "move_text", "ack")}
+        pending = self.log.state.pending_code_followup.get(q.id)
         if str(plan.get("move", "why")) not in MODEL_MOVES:
             asked = self._authored_move(q, level, plan, carried)
+        elif pending:  # the last test run's follow-up, vetted when the run was stored
+            meta = {**carried, "source": "code_run", "code_followup": pending.get("kind", ""),
+                    "code_source": pending.get("source", ""), "lines": pending.get("lines", [])}  # fmt: skip
+            asked = Asked(str(pending["text"]), meta)
         else:
             asked = yield from self._model_why(q, level, lead, carried)
         return Asked(lead + asked.text, asked.meta)

@@ -8,7 +8,9 @@ Each job lives in its own module, and this class only wires them:
 - :mod:`~interviewer.engine.reading`: validating the answer and reading it with the listener;
 - :mod:`~interviewer.engine.followups`: writing and vetting the follow-ups (leak guard, fallbacks);
 - :mod:`~interviewer.engine.ahead`: prefill and speculation over the model port's capabilities;
-- :mod:`~interviewer.engine.scoring`: when questions are scored, and the background truth judge.
+- :mod:`~interviewer.engine.scoring`: when questions are scored, and the background truth judge;
+- :mod:`~interviewer.engine.coding`: code runs and the follow-up each one leads to;
+- :mod:`~interviewer.engine.board`: the design whiteboard's diagrams and the questions on them.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from typing import Any
 
 from interviewer.content import Question, Round
 from interviewer.engine.ahead import WorkAhead
+from interviewer.engine.board import Board
+from interviewer.engine.coding import CodeRuns
 from interviewer.engine.events import SessionLog, State, initial_state, replay
 from interviewer.engine.followups import FollowupWriter
 from interviewer.engine.plan import DEFAULT_PER_ROUND, Advancer, Timing, plan_bank, plan_questions
@@ -30,7 +34,8 @@ from interviewer.scoring.models import QuestionScore
 
 
 class Interview:
-    """One candidate's interview. Components: ``reading``, ``followups``, ``ahead``, ``scoring``, ``timing``."""
+    """One candidate's interview. Components: ``reading``, ``followups``, ``ahead``, ``scoring``, ``timing``,
+    ``coding`` (test runs), ``board`` (the whiteboard: ``it.board.submit(it.question, text)``)."""
 
     def __init__(self, ports: Ports, session_id: str, state: State) -> None:
         self.ports = ports
@@ -45,6 +50,8 @@ class Interview:
         self.followups = FollowupWriter(ports, self.log, tell)
         self.scoring = QuestionScoring(ports, self.log, tell)
         self.timing = Timing(ports, self.log)
+        self.coding = CodeRuns(ports, self.log)
+        self.board = Board(self.log)
         self.ahead = WorkAhead(ports, self.log, self.reading, self.followups)
         self._advancer = Advancer(
             ports, self.log, self.followups, self.scoring, self.timing, self.ahead.prefetch_next_followup
@@ -213,12 +220,13 @@ class Interview:
             self.log.emit("paused", {})
             self.ports.store.set_status(self.session_id, "paused")
 
-    def record_code_run(self, verdict: dict[str, Any]) -> None:
-        """Store a sandbox verdict for the open coding question (the score of record for correctness)."""
+    def record_code_run(self, verdict: dict[str, Any], code: str | None = None) -> None:
+        """Store a sandbox verdict for the open coding question (the score of record for correctness); with
+        the ``code`` that ran, the follow-up the run leads to is written (model, vetted) and stored with it."""
         q = self.question
         if q is None:
             raise InputError("there is no open question to attach the test run to")
-        self.log.emit("code_run", {"qid": q.id, "verdict": verdict})
+        self.coding.record(q, verdict, code)
 
     def record_clarification(self, question: str, reply: str) -> None:
         q = self.question

@@ -166,7 +166,10 @@ def test_candidate_round_in_a_real_browser(app: AppProcess, standin: StandinServ
 
     _send(page, "Memory: the window view is free but the einsum materialises the product.", "why, level 2")
     expect(page.locator('#chat [data-testid="bot"]')).to_have_count(bots_before + 2)
-    expect(last_bot).to_have_text(FOLLOW_UP)
+    # After "Run tests" the next follow-up is the one the last run led to, written from the code-follow-up
+    # prompt (its verdict and the code), not the why prompt.
+    expect(last_bot).to_have_text(re.compile(r".+\?\s*$", re.S))
+    expect(last_bot).not_to_have_text(FOLLOW_UP)
     assert page.locator('#chat [data-testid="bot"]').last.inner_text() != level1
     _shot(page, "06-why-level-2")
 
@@ -184,6 +187,8 @@ def test_candidate_round_in_a_real_browser(app: AppProcess, standin: StandinServ
     report = page.locator("#report")
     expect(report).to_contain_text("Feedback report", timeout=SLOW)
     expect(report).to_contain_text("hidden tests: all passed")  # the sandbox verdict is in the report
+    expect(report).to_contain_text("Test runs")  # each run, with the follow-up it led to
+    expect(report).to_contain_text("passed (all)")  # the second run
     _shot(page, "09-report")
     link = page.locator('#report-files a[href*=".html"]').first
     with page.expect_download() as dl:

@@ -1,32 +1,31 @@
-"""The design whiteboard in a real Chromium: a Mermaid panel rendered live beside the text, and a follow-up
-about the part the diagram leaves out.
+"""The design whiteboard in a real Chromium against the real app: ``interviewer serve`` with a stand-in model.
 
-A small Blocks app wired the way the interview panel is (a text box, a Markdown panel re-rendered on every
-change, a "Send diagram" button whose handler compares the diagram with the question's rubric), so the
-rendering and the follow-up are checked in a browser against the real functions and the real rubric.
+A system design round opens a question with expected components; the candidate draws every one of them but
+one, the board renders the Mermaid live (an SVG drawn by the Mermaid library the app serves itself), "Send
+diagram" puts the interviewer's authored question on the missing part in the chat, and the report lists it as
+``missing: <name>``.
 """
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from interviewer.content import Question, load_question
-from interviewer.errors import InputError
-from interviewer.whiteboard import compare, next_question, parse, render_markdown
-from tests.support.app_process import REPO
+from interviewer.llm.standin import StandinServer
+from tests.support.app_process import REPO, AppProcess
 
-pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARTIFACTS = REPO / "test-artifacts" / "e2e"
-QUESTION = REPO / "rubrics" / "system-design" / "design.fraud-scoring.yaml"
-MISSING = "rules engine"
+DESIGN = REPO / "rubrics" / "system-design"
 INJECTION = "Monitoring <script>alert('x')</script>"
+SLOW = 180_000  # ms: the report waits for any scoring still running on a busy machine
 
 
 def diagram_without(question: Question, missing: str) -> tuple[str, int]:
@@ -42,61 +41,43 @@ def diagram_without(question: Question, missing: str) -> tuple[str, int]:
     return "\n".join(lines) + "\n", len(names)
 
 
-def _build(question: Question) -> Any:
-    import gradio as gr
+def _words(text: str) -> str:
+    return " ".join(re.sub(r"[*`_]", "", text).split())
 
-    def send(text: str, asked: list[str]) -> tuple[str, str, list[str]]:
+
+def open_question(chat_text: str) -> Question:
+    """The system design question the chat opened with (the round draws one at random)."""
+    shown = _words(chat_text)
+    found = [q for p in sorted(DESIGN.glob("*.yaml")) if _words((q := load_question(p)).question) in shown]
+    assert len(found) == 1, f"the opening names {len(found)} bank questions: {chat_text[:200]!r}"
+    return found[0]
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppProcess]:
+    with StandinServer() as srv:
+        proc = AppProcess(
+            tmp_path_factory.mktemp("whiteboard-data"),
+            srv.base_url,
+            # This checkout's package, whichever one the virtual environment was installed from.
+            extra_env={
+                "INTERVIEWER_RETRIEVAL": "false",
+                "INTERVIEWER_LISTEN": "false",
+                "PYTHONPATH": str(REPO),
+            },
+        )
+        proc.start()
         try:
-            diagram = parse(text)
-        except InputError as e:
-            raise gr.Error(str(e)) from e
-        review = compare(diagram, question)
-        follow = next_question(review, question, asked)
-        if follow is None:
-            return "Nothing more to ask about the diagram.", "", asked
-        missing = "\n".join(f"- missing: {m}" for m in review.missing)
-        return follow.text, missing, [*asked, follow.about]
-
-    with gr.Blocks() as demo:
-        asked = gr.State([])
-        with gr.Row():
-            text = gr.Textbox(label="Your design (Mermaid flowchart)", lines=12, elem_id="diagram")
-            board = gr.Markdown(render_markdown(""), elem_id="board")
-        button = gr.Button("Send diagram", elem_id="send-diagram")
-        follow_up = gr.Markdown(elem_id="follow-up")
-        review = gr.Markdown(elem_id="board-review")
-        text.change(render_markdown, text, board)
-        button.click(send, [text, asked], [follow_up, review, asked])
-    return demo
+            yield proc
+        finally:
+            proc.stop()
+            print("\n".join(proc.output().splitlines()[-80:]))  # pytest shows it when a test here failed
 
 
-@pytest.fixture(scope="module")
-def question() -> Question:
-    return load_question(QUESTION)
-
-
-@pytest.fixture(scope="module")
-def app(question: Question) -> Iterator[Any]:
-    demo = _build(question)
-    demo.queue()
-    demo.launch(
-        server_name="127.0.0.1", server_port=None, prevent_thread_lock=True, quiet=True, ssr_mode=False
-    )
-    try:
-        yield demo
-    finally:
-        demo.close()
-
-
-def test_a_drawn_diagram_renders_and_the_follow_up_asks_about_the_missing_part(
-    app: Any, question: Question
-) -> None:
+def test_a_drawn_diagram_renders_and_the_follow_up_asks_about_the_missing_part(app: AppProcess) -> None:
     if not Path(CHROMIUM).exists():
         pytest.fail("Debian's chromium is missing: run scripts/system-deps.sh (apt-get install -y chromium)")
     from playwright.sync_api import expect, sync_playwright
-
-    expected = next(c for c in question.components if c.name == MISSING)
-    assert [c.ask for c in question.components].count(expected.ask) == 1  # the text identifies the component
 
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM)
@@ -106,38 +87,47 @@ def test_a_drawn_diagram_renders_and_the_follow_up_asks_about_the_missing_part(
             dialogs: list[str] = []
             page.on("request", lambda r: requests.append(r.url))
             page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-            page.goto(app.local_url)
-            expect(page.locator("#board")).to_contain_text("Write your design", timeout=30_000)
+            page.goto(app.url)
+            expect(page.locator("#start")).to_be_visible(timeout=30_000)
+            expect(page.locator("#diagram")).to_be_hidden()  # no whiteboard before a design question
 
-            text, boxes = diagram_without(question, MISSING)
+            page.locator("#round input").click()
+            page.get_by_role("option", name="ML system design").click()
+            page.locator("#start").click()
+            expect(page.locator("#status")).to_contain_text("ML system design", timeout=30_000)
+            board = page.locator("#board")
+            expect(board).to_contain_text("Write your design", timeout=30_000)
+            question = open_question(page.locator('#chat [data-testid="bot"]').first.inner_text())
+            missing = question.components[len(question.components) // 2]
+            assert [c.ask for c in question.components].count(missing.ask) == 1  # the ask names one part
+
+            text, boxes = diagram_without(question, missing.name)
             page.locator("#diagram textarea").fill(text)
-            # Drawn live from the text: Mermaid's SVG, with the candidate's labels as text in it.
             svg = page.locator("#board svg").first
             expect(svg).to_be_visible(timeout=30_000)
-            expect(page.locator("#board")).to_contain_text("model server")
-            expect(page.locator("#board")).to_contain_text("async decision log")
             expect(page.locator("#board g.node")).to_have_count(boxes)  # one box per node in the text
             ARTIFACTS.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(ARTIFACTS / "whiteboard-drawn.png"), full_page=True)
 
-            page.get_by_role("button", name="Send diagram").click()
-            follow = page.locator("#follow-up")
-            expect(follow).to_contain_text(expected.ask, timeout=30_000)
-            expect(page.locator("#board-review")).to_contain_text(f"missing: {MISSING}")
+            bots = page.locator('#chat [data-testid="bot"]').count()
+            page.locator("#send-diagram").click()
+            expect(page.locator('#chat [data-testid="bot"]')).to_have_count(bots + 1, timeout=30_000)
+            expect(page.locator('#chat [data-testid="bot"]').last).to_contain_text(
+                _words(missing.ask), timeout=30_000
+            )
+            expect(page.locator("#status")).to_contain_text("main question")  # not a why level
             page.screenshot(path=str(ARTIFACTS / "whiteboard-follow-up.png"), full_page=True)
 
-            # The next send asks about something else: a follow-up is not repeated.
-            page.get_by_role("button", name="Send diagram").click()
-            expect(follow).not_to_contain_text(expected.ask, timeout=30_000)
+            page.get_by_role("tab", name="Report").click()
+            page.locator("#show-report").click()
+            report = page.locator("#report")
+            expect(report).to_contain_text("Feedback report", timeout=SLOW)
+            expect(report).to_contain_text(f"missing: {missing.name}")
+            page.screenshot(path=str(ARTIFACTS / "whiteboard-report.png"), full_page=True)
 
-            # Editing the text redraws the panel; unreadable text says what to fix instead of drawing.
-            page.locator("#diagram textarea").fill("flowchart LR\n  a[Gateway] -> b[Scorer]")
-            expect(page.locator("#board")).to_contain_text("write --> for an arrow", timeout=30_000)
-            expect(page.locator("#board svg")).to_have_count(0)
-
-            assert dialogs == []  # the <script> in a label never ran
+            assert dialogs == []  # a <script> in a label never ran
             mermaid = [u for u in requests if "mermaid" in u]
             assert mermaid, "the Mermaid renderer was never loaded"
-            assert all(u.startswith(app.local_url) for u in mermaid), mermaid  # served by the app, not a CDN
+            assert all(u.startswith(app.url.rstrip("/")) for u in mermaid), mermaid  # the app's, not a CDN
         finally:
             browser.close()
