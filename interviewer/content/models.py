@@ -9,7 +9,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 
 class Round(StrEnum):
@@ -52,6 +52,16 @@ class _Strict(BaseModel):
 NonEmpty = Annotated[str, Field(min_length=1)]
 
 
+def _is_question(text: str) -> str:
+    if "?" not in text:
+        raise ValueError("must be a question (contain '?')")
+    return text
+
+
+# What the interviewer asks aloud (a fallback, a challenge, a push step, a whiteboard follow-up).
+Asked = Annotated[str, Field(min_length=1), AfterValidator(_is_question)]
+
+
 class Criterion(_Strict):
     """One scored dimension with anchored levels; 0, 2 and 4 are required, 1 and 3 optional."""
 
@@ -77,17 +87,10 @@ class WhyStep(_Strict):
     level: Literal[1, 2]
     target: NonEmpty
     key_points: list[NonEmpty] = Field(min_length=1)
-    fallback: NonEmpty
+    fallback: Asked
     # One graded hint for a candidate who says "I don't know" here: it narrows the problem without stating a
     # key point. Using it is recorded with the turn and costs points.
     hint: str | None = None
-
-    @field_validator("fallback")
-    @classmethod
-    def _is_question(cls, text: str) -> str:
-        if "?" not in text:
-            raise ValueError("fallback must be a question (contain '?')")
-        return text
 
 
 class NumericCheck(_Strict):
@@ -121,29 +124,15 @@ class Contradiction(_Strict):
     claim: NonEmpty
     any_of: list[NonEmpty] = Field(min_length=1)
     criterion: str | None = None
-    challenge: NonEmpty
-
-    @field_validator("challenge")
-    @classmethod
-    def _challenge_is_question(cls, text: str) -> str:
-        if "?" not in text:
-            raise ValueError("challenge must be a question (contain '?')")
-        return text
+    challenge: Asked
 
 
 class PushStep(_Strict):
     """An escalation for a candidate who answered both whys well: derive a number or change a constraint."""
 
     kind: Literal["derive", "constraint"]
-    ask: NonEmpty
+    ask: Asked
     key_points: list[NonEmpty] = Field(min_length=1)
-
-    @field_validator("ask")
-    @classmethod
-    def _ask_is_question(cls, text: str) -> str:
-        if "?" not in text:
-            raise ValueError("ask must be a question (contain '?')")
-        return text
 
 
 ProbeKind = Literal["option", "number", "named"]
@@ -227,14 +216,7 @@ class ExpectedComponent(_Strict):
     name: NonEmpty
     aliases: list[NonEmpty] = Field(min_length=1)
     why: NonEmpty
-    ask: NonEmpty
-
-    @field_validator("ask")
-    @classmethod
-    def _ask_is_question(cls, text: str) -> str:
-        if "?" not in text:
-            raise ValueError("ask must be a question (contain '?')")
-        return text
+    ask: Asked
 
 
 class ExpectedFlow(_Strict):
