@@ -119,6 +119,7 @@ class RubricScorer:
         neighbours: Sequence[Question] | None = None,
         judge_weight: float = 0.5,
         reader: Reader | None = None,
+        reader_trust: float | None = None,
     ) -> None:
         self._embedder = embedder
         self._enc: TextEncoder | None = None
@@ -132,6 +133,9 @@ class RubricScorer:
         self.judge_weight = judge_weight
         self._neighbours = stages.Neighbours(neighbours)
         self.reader = reader  # answers the questions' reading probes (none: no findings)
+        # The reader model's measured agreement (reader_trust.load_trust) when the reader does not carry its
+        # own ``trust``: findings act on the score only from MIN_READER_TRUST (see the module docstring).
+        self.reader_trust = reader_trust
 
     @property
     def encoder(self) -> TextEncoder:
@@ -158,6 +162,7 @@ class RubricScorer:
         passed: bool | None = None,
         judged: list[KeyPointVerdict] | None = None,
         hints: Sequence[int] = (),
+        reader: Reader | None = None,
     ) -> QuestionScore:
         """Score ``answers`` against ``question``'s rubric, offline, merging a truth judge's verdicts if given.
 
@@ -172,12 +177,14 @@ class RubricScorer:
                 a rubric contradiction.
             hints: the level (0 main, 1-2 why) of each graded hint the interviewer gave on this question; each
                 costs points (module docstring).
+            reader: reads the question's probes off the answers for this call (default: the scorer's own);
+                its ``trust`` attribute, when it has one, is the model's measured reading agreement.
 
         Returns:
             The question's score; ``verdicts`` holds one merged verdict per key point, in rubric order.
         """
         named = answers if isinstance(answers, Answers) else Answers.from_list(answers)
-        return self.score_spec(RubricSpec.from_question(question), named, passed, judged, hints)
+        return self.score_spec(RubricSpec.from_question(question), named, passed, judged, hints, reader)
 
     @native_call()
     def warm(self) -> None:
@@ -218,6 +225,7 @@ class RubricScorer:
         passed: bool | None = None,
         judged: Sequence[KeyPointVerdict] | None = None,
         hints: Sequence[int] = (),
+        reader: Reader | None = None,
     ) -> QuestionScore:
         """Score named ``answers`` against a rubric spec: the stages of :mod:`interviewer.scoring.stages`,
         composed in the order their notes appear (see :meth:`score` for the arguments)."""
@@ -228,7 +236,12 @@ class RubricScorer:
         gap = self._neighbours.gap(enc, spec, seen.main) if seen.answered else None
         chk = stages.checks(spec, seen.main)
         llm = self._llm_grading(spec, seen)
-        reads = stages.readings(spec, seen, self.reader)
+        reader = self.reader if reader is None else reader
+        reads = stages.readings(spec, seen, reader)
+        trust = getattr(reader, "trust", None)
+        fnd = stages.findings(enc, spec, reads, cov.result, self.reader_trust if trust is None else trust)
+        con.hits += fnd.hits
+        con.level *= stages.vocabulary_factor(cov.result, fnd)
         level = stages.calibration(con.level, llm, chk, passed)
         results = chk.results + ([level.code] if level.code else [])
         stated = bool(con.merged and any(v.verdict == "stated" for v in con.merged))
@@ -238,15 +251,17 @@ class RubricScorer:
         rel = stages.relevance(
             cov.result,
             gap,
-            exempt=not seen.answered or con.claims_wrong,
+            exempt=not seen.answered or con.claims_wrong or fnd.about_question,
             covered=covered,
             met=covered or any(ch.passed for ch in results),
         )
-        kps = stages.key_points(spec, cov.result, con, llm.quotes, rel.off_topic)
+        kps = stages.with_findings(
+            stages.key_points(spec, cov.result, con, llm.quotes, rel.off_topic), cov.result, fnd
+        )
         crit = stages.cap_criteria(
             stages.criteria_scores(enc, spec, cov.result, con.level, llm, kps), con, cov, rel, seen, passed
         )
-        depth, depth_notes = stages.depth(enc, cal, spec, seen, hints)
+        depth, depth_notes = stages.depth(enc, cal, spec, seen, hints, fnd)
         capped = bool(con.hits) or crit.off_topic or not seen.answered
         pushed = stages.push(enc, cal, spec.push, seen.push, capped)
         adjustments = [pushed] if pushed else []
@@ -264,7 +279,8 @@ class RubricScorer:
         verdicts = stages.key_point_verdicts(
             enc, cov.result, con.hits, kps.covered, spec.key_points, spec.criteria, crit.off_topic
         )
-        parts: list[stages.Stage] = [seen, cov, con, chk, llm, reads, level, rel, crit]
+        verdicts = stages.verdicts_with_findings(verdicts, fnd)
+        parts: list[stages.Stage] = [seen, cov, con, chk, llm, reads, fnd, level, rel, crit]
         return QuestionScore(
             question_id=spec.question_id,
             overall=round(min(4.0, max(0.0, overall)), 2),
