@@ -24,8 +24,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from interviewer.content import load_bank  # noqa: E402
-from interviewer.embeddings import MiniLMEmbedder  # noqa: E402
 from interviewer.content.models import Question  # noqa: E402
+from interviewer.embeddings import MiniLMEmbedder  # noqa: E402
 from interviewer.scoring.scorer import RubricScorer  # noqa: E402
 from interviewer.scoring.stages import ReadingFinding, ReadingInput  # noqa: E402
 from tests.support.traps import load_traps, question_split  # noqa: E402
@@ -92,7 +92,10 @@ def main() -> int:
     ap.add_argument("--per-question", action="store_true")
     ap.add_argument("--readings", type=Path, default=None, help="a read_traps.py JSONL: score with findings")
     ap.add_argument(
-        "--trust", type=float, default=0.76, help="the reader weight (default: the embedded model's dev figure)"
+        "--trust",
+        type=float,
+        default=0.76,
+        help="the reader weight (default: the embedded model's dev figure)",
     )
     args = ap.parse_args()
     bank = load_bank(REPO)
@@ -123,10 +126,7 @@ def main() -> int:
         without[qid] = {label: scorer.score(q, [x]).overall for label, x in texts.items()}
         withf[qid] = {label: scorer.score(q, [x], reader=reader).overall for label, x in texts.items()}
         if args.per_question:
-            print(
-                f"{qid:<46}"
-                + "".join(f"{without[qid][k]:>6.2f}>{withf[qid][k]:<5.2f}" for k in LABELS)
-            )
+            print(f"{qid:<46}" + "".join(f"{without[qid][k]:>6.2f}>{withf[qid][k]:<5.2f}" for k in LABELS))
     print(f"readings: {args.readings} ({len(read)} answers read, trust {args.trust})")
     table(without, "without findings")
     table(withf, "with findings")

@@ -23,6 +23,7 @@ from interviewer.store import SessionStore
 if TYPE_CHECKING:
     from interviewer.llm.embedded import EmbeddedServer
     from interviewer.scoring.background import BackgroundJudge
+    from interviewer.scoring.probe_reader import ProbeReader
     from interviewer.scoring.scorer import RubricScorer
 
 log = logging.getLogger(__name__)
@@ -243,6 +244,16 @@ class Runtime:
                 self._judge, self._judge_port = BackgroundJudge(port), port
             return self._judge
 
+    def reader(self, port: ChatPort | None) -> ProbeReader | None:
+        """The probe reader over ``port`` at the model's measured trust, for the judge's background rescoring
+        (None without a judge or a model)."""
+        if not self.settings.judge or port is None:
+            return None
+        from interviewer.scoring.probe_reader import ProbeReader
+
+        choice = self._choice
+        return ProbeReader.for_model(port, self.settings.data_dir, choice.model if choice else port.name)
+
     def wait_for_judge(
         self,
         session_id: str,
@@ -266,6 +277,7 @@ class Runtime:
             retriever=self.retriever(wait=False),  # an interview never waits for the index build
             scorer=self.scorer(),
             judge=self.judge(model),
+            reader=self.reader(model),
             listener=self.listener(),  # reads each answer offline before the follow-up (no model call)
             answer_seconds=self.settings.answer_seconds,
             max_answer_chars=self.settings.max_answer_chars,

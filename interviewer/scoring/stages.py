@@ -25,7 +25,6 @@ from interviewer.scoring.claims import ContradictionHit, explained_text, find_co
 from interviewer.scoring.coverage import Calibration, CoverageResult, TextEncoder, score_coverage
 from interviewer.scoring.guard import Screened, screen
 from interviewer.scoring.judge import JudgeResult, QuoteResult, extract_quotes, run_judge
-from interviewer.scoring.reader import ReadingCancelled
 from interviewer.scoring.models import (
     Adjustment,
     CheckResult,
@@ -35,6 +34,7 @@ from interviewer.scoring.models import (
     Status,
     Verdict,
 )
+from interviewer.scoring.reader import ReadingCancelled
 from interviewer.scoring.spec import Answers, RubricSpec, StepSpec
 
 WELL_ANSWERED = 2.5  # a why-level counts as answered well from this coverage level (of 4) up
@@ -548,7 +548,9 @@ class Findings(Stage):
     quotes: dict[str, str] = field(default_factory=dict)  # main key point -> the candidate's sentence
     hits: list[ContradictionHit] = field(default_factory=list)  # contradicted main key points (when acting)
     vocabulary_only: list[str] = field(default_factory=list)  # halved main key points (when acting)
-    why: dict[int, dict[str, ReadingVerdict]] = field(default_factory=dict)  # why level -> key point -> finding
+    why: dict[int, dict[str, ReadingVerdict]] = field(
+        default_factory=dict
+    )  # why level -> key point -> finding
 
     @property
     def about_question(self) -> bool:
@@ -623,7 +625,9 @@ def findings(
         if where is None:
             continue
         part, level, key_point = where
-        against = [f for f in fs if f.verdict == "contradicted" and not (f.quote and f.quote in stated_quotes)]
+        against = [
+            f for f in fs if f.verdict == "contradicted" and not (f.quote and f.quote in stated_quotes)
+        ]
         mixed += any(f.verdict == "contradicted" for f in fs) and not against
         verdict: ReadingVerdict = (
             "contradicted" if against else "stated" if any(f.verdict == "stated" for f in fs) else "absent"
@@ -654,7 +658,9 @@ def findings(
             )
         )
         return out
-    crit_of = {k: name for name, ks in assign_key_points(enc, spec.criteria, spec.key_points).items() for k in ks}
+    crit_of = {
+        k: name for name, ks in assign_key_points(enc, spec.criteria, spec.key_points).items() for k in ks
+    }
     for key_point, f in wrong.items():
         hit = FindingHit(
             name="reading probe",
