@@ -323,7 +323,17 @@ class RubricScorer:
     ) -> dict[str, Any]:
         """Score any question given a reference answer or a rubric; a JSON-ready dict (score on 0-4)."""
         spec = RubricSpec.from_rubric(question_text, reference_answer, rubric)
-        result = self.score_spec(spec, Answers(answer), judged=judged)
+        return self.grade_spec(spec, answer, judged=judged)
+
+    def grade_spec(
+        self,
+        spec: RubricSpec,
+        answer: str,
+        judged: list[KeyPointVerdict] | None = None,
+        reader: Reader | None = None,
+    ) -> dict[str, Any]:
+        """:meth:`grade_one` for a rubric spec (a bank question's, with its probes for ``reader``)."""
+        result = self.score_spec(spec, Answers(answer), judged=judged, reader=reader)
         evidence = list(dict.fromkeys(e for cs in result.criteria for e in cs.evidence))
         return {
             "score": result.overall,
