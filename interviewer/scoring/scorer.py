@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from interviewer.content.models import Question
@@ -272,7 +273,8 @@ class RubricScorer:
             answered=seen.answered,
             off_topic=crit.off_topic,
             passed=passed,
-            rel=rel,
+            # the probes found the answer about this question: no relevance cap either
+            rel=replace(rel, value=max(rel.value, RELEVANT_FROM), gap=None) if fnd.about_question else rel,
         )
         costs, overall = stages.hints(hints, overall)
         adjustments += costs

@@ -10,7 +10,6 @@ question's caps, hints, and the per-key-point verdicts. The rules and their numb
 
 from __future__ import annotations
 
-import re
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -569,22 +568,11 @@ def _true_thing(p: Probe) -> str:
     return p.accept[0]
 
 
-_ASKED_OF_CANDIDATE = re.compile(
-    r"\s+(?:does|do|did) the candidate(?:'s answer)? (?:say|says|compute|computes|give|gives|name|names|"
-    r"describe|describes|use|uses|report|reports|propose|proposes|pick|picks|choose|chooses|claim|claims)"
-    r"(?= |\?|$)",
-    re.I,
-)
-
-
 def said_wrong(f: ReadingFinding) -> str:
-    """The report's sentence for a contradicting finding: the candidate's words, then the rubric's truth
-    ("you said \u201cprefill is memory-bound\u201d; which phase is limited by memory bandwidth? decode")."""
-    question = _ASKED_OF_CANDIDATE.sub("", f.probe.ask).strip()
-    question = question[:1].lower() + question[1:]
-    read = "" if f.read is None else f" (not {f.read:g})" if isinstance(f.read, float) else f" (not {f.read})"
-    said = f"you said \u201c{f.quote}\u201d" if f.quote else "the answer says otherwise"
-    return f"{said}; {question} {_true_thing(f.probe)}{read}"
+    """The report's sentence for a contradicting finding: the candidate's own sentence, then what the rubric
+    holds true ("you said \u201cprefill is memory-bound\u201d; in fact: prefill is compute-bound")."""
+    said = f"you said \u201c{f.quote}\u201d" if f.quote else f"the answer gives {f.read}"
+    return f"{said}; in fact: {_true_thing(f.probe)}"
 
 
 def _key_point_of(spec: RubricSpec, point: str) -> tuple[str, int, str] | None:
