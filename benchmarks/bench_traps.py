@@ -26,6 +26,7 @@ sys.path.insert(0, str(REPO))
 from interviewer.content import load_bank  # noqa: E402
 from interviewer.content.models import Question  # noqa: E402
 from interviewer.embeddings import MiniLMEmbedder  # noqa: E402
+from interviewer.scoring.probe_reader import said_nothing  # noqa: E402
 from interviewer.scoring.scorer import RubricScorer  # noqa: E402
 from interviewer.scoring.stages import ReadingFinding, ReadingInput  # noqa: E402
 from tests.support.traps import load_traps, question_split  # noqa: E402
@@ -61,7 +62,8 @@ def load_readings(path: Path, bank: object) -> dict[tuple[str, str], list[Readin
                 found = []
                 break
             verdict = "absent" if f["finding"] == "not stated" else f["finding"]
-            found.append(ReadingFinding(probe, f["read"], verdict, f.get("quote")))
+            undecided = verdict == "absent" and not said_nothing(f["replies"])
+            found.append(ReadingFinding(probe, f["read"], verdict, f.get("quote"), undecided))
         if found:
             out[(row["question"], row["sha"])] = found
     return out

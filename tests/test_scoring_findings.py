@@ -11,6 +11,8 @@ import json
 import re
 import time
 from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from langchain_core.messages import BaseMessage
@@ -254,3 +256,37 @@ def test_the_real_reader_on_a_scripted_model_caps_a_contradicted_key_point(
     hit = next(c for c in read.criteria if c.status == "contradicted")
     assert hit.contradicted_by and "bandwidth-bound" in hit.contradicted_by
     assert hit.contradicted_by in answer
+
+
+def test_an_undecided_probe_halves_nothing(scorer: RubricScorer, question: Question) -> None:
+    class Undecided(Scripted):
+        def __call__(self, asked: ReadingInput) -> list[ReadingFinding]:
+            return [replace(f, undecided=True) for f in super().__call__(asked)]
+
+    answer = ANSWERS[DECODE_ID]["strong"]
+    offline = scorer.score(question, [answer])
+    assert scorer.score(question, [answer], reader=Undecided({})).overall == offline.overall
+
+
+def test_grade_reads_the_probes_of_items_that_name_a_bank_question(
+    tmp_path: Path, bank, scorer: RubricScorer, question: Question
+) -> None:
+    from interviewer.scoring.batch import grade_file
+
+    items = [
+        {"question_id": question.id, "question": question.question, "answer": _strong_with_wrong_phases()},
+        {
+            "question": question.question,
+            "reference_answer": question.model_answer,
+            "answer": "Decode is slow.",
+        },
+    ]
+    src, dst = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    src.write_text("".join(json.dumps(i) + "\n" for i in items), encoding="utf-8")
+    reader = Scripted({PHASE_POINT: ("contradicted", WRONG_PHASES)})
+    grade_file(src, dst, scorer=scorer, reader=reader, questions=bank.questions)
+    bank_row, adhoc_row = (json.loads(x) for x in dst.read_text(encoding="utf-8").splitlines())
+    assert bank_row["score"] <= CONTRADICTED_ANSWER_MAX and "reading-probes" in bank_row["methods"]
+    assert any("you said" in n for n in bank_row["notes"])
+    assert len(reader.asked) == 1  # the ad-hoc rubric has no probes: not read
+    assert "reading-probes" not in adhoc_row["methods"]

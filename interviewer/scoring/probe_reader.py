@@ -11,6 +11,7 @@ findings act on the score (:data:`~interviewer.scoring.stages.MIN_READER_TRUST`)
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,12 @@ from interviewer.scoring import reader
 from interviewer.scoring.stages import ReadingFinding, ReadingInput, ReadingVerdict
 
 _VERDICT: dict[str, ReadingVerdict] = {"stated": "stated", "contradicted": "contradicted"}
+_NOTHING = {reader.NOT_STATED, "", "none", "null", "n/a"}
+
+
+def said_nothing(replies: Sequence[object]) -> bool:
+    """The reader itself answered "not stated" (or no number, no name) to every asking of a probe."""
+    return all(r is None or (isinstance(r, str) and r.strip().lower() in _NOTHING) for r in replies)
 
 
 def findings_of(readings: dict[str, reader.Readings]) -> list[ReadingFinding]:
@@ -30,7 +37,9 @@ def findings_of(readings: dict[str, reader.Readings]) -> list[ReadingFinding]:
             continue
         for f in got.probes:
             read = f.read if isinstance(f.read, str | float) else None
-            out.append(ReadingFinding(f.probe, read, _VERDICT.get(f.finding, "absent"), f.quote))
+            verdict = _VERDICT.get(f.finding, "absent")
+            undecided = verdict == "absent" and not said_nothing(f.replies)
+            out.append(ReadingFinding(f.probe, read, verdict, f.quote, undecided))
     return out
 
 

@@ -14,6 +14,21 @@ How the methods combine (every score's ``notes`` spell out the numbers):
   claims has the criterion it touches capped at level 1 (every criterion when the claim names none) and the
   question at 1.5, and its asserting sentence is never quoted as evidence; an answer that is not about the
   question (low similarity to both the question and the rubric) is capped at 0.5, an empty one scores 0;
+- reading probes (with a reader: :class:`~interviewer.scoring.probe_reader.ProbeReader` on a model, or any
+  :data:`~interviewer.scoring.stages.Reader`): a model answers each key point's probes from the candidate's
+  text and the rubric judges the readings (:mod:`interviewer.scoring.reader`). Per key point, a probe that
+  contradicts it wins (unless another probe finds the true thing in the same sentence: then nothing is
+  decided), else one that states it. The findings act only when the reader's measured agreement (its
+  ``trust``, from ``interviewer calibrate --reader``) is at least ``MIN_READER_TRUST``; otherwise, or never
+  measured, they are noted and change nothing. Acting, a contradicted key point caps its criterion at level
+  1 and the question at 1.5 like a classic wrong claim, and the criterion says "you said \u201c<the
+  candidate's sentence>\u201d; in fact: <what the probe holds true>"; a key point coverage credits (shared
+  vocabulary) while the reader itself answers "not stated" to every probe of it keeps
+  ``VOCABULARY_ONLY_CREDIT`` (half) of its share of the level (a probe whose askings disagree, or whose
+  reading the rubric does not judge, is undecided and halves nothing); a stated or contradicted key point
+  means the answer is about the question, so neither the off-topic rule nor the relevance cap applies; on a
+  why level, a contradicted key point means the level is not answered well and vocabulary-only key points
+  count half;
 - the why levels (``why1``, ``why2`` of :class:`~interviewer.scoring.spec.Answers`) count in ``why_depth``: a level is answered well from a
   coverage of its authored key points of ``WELL_ANSWERED`` or half its points covered.
 

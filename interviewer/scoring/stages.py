@@ -493,6 +493,9 @@ class ReadingFinding:
     read: ReadingAnswer  # what the reader says the candidate says
     verdict: ReadingVerdict  # the rubric's comparison: the true thing, a classic wrong one, or not stated
     quote: str | None = None  # the candidate's sentence behind a stated or contradicted reading
+    # Absent for want of a reading, not because the reader found nothing: the askings disagreed, or it read
+    # something the rubric does not judge. Only a reader that answered "not stated" itself halves credit.
+    undecided: bool = False
 
 
 @dataclass
@@ -607,6 +610,7 @@ def findings(
         by_point.setdefault(f.probe.point, []).append(f)
     stated_quotes = {f.quote for f in reads.findings if f.verdict == "stated" and f.quote}
     wrong: dict[str, ReadingFinding] = {}
+    undecided: set[str] = set()
     mixed = 0
     for point, fs in by_point.items():
         where = _key_point_of(spec, point)
@@ -620,8 +624,11 @@ def findings(
         verdict: ReadingVerdict = (
             "contradicted" if against else "stated" if any(f.verdict == "stated" for f in fs) else "absent"
         )
+        if verdict == "absent" and any(f.undecided for f in fs):
+            undecided.add(key_point)  # one probe found nothing, another could not tell: not shown absent
         if part != "main":
-            out.why.setdefault(level, {})[key_point] = verdict
+            if key_point not in undecided:
+                out.why.setdefault(level, {})[key_point] = verdict
             continue
         out.points[key_point] = verdict
         chosen = against[0] if against else next((f for f in fs if f.verdict == verdict and f.quote), None)
@@ -661,7 +668,9 @@ def findings(
         out.hits.append(hit)
         out.notes.append(f"reading probe contradicts a key point: {hit.said}")
     covered = {m.key_point for m in cov.matches if m.covered}
-    out.vocabulary_only = [k for k, v in out.points.items() if v == "absent" and k in covered]
+    out.vocabulary_only = [
+        k for k, v in out.points.items() if v == "absent" and k in covered and k not in undecided
+    ]
     if out.vocabulary_only:
         out.notes.append(
             f"{len(out.vocabulary_only)} key point(s) share the rubric's words but their probes find them not "
