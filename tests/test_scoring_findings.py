@@ -290,3 +290,60 @@ def test_grade_reads_the_probes_of_items_that_name_a_bank_question(
     assert any("you said" in n for n in bank_row["notes"])
     assert len(reader.asked) == 1  # the ad-hoc rubric has no probes: not read
     assert "reading-probes" not in adhoc_row["methods"]
+
+
+class ReaderRecordingScorer:
+    """The scorer port: records which calls came with a reader (offline 2.0; rescored 1.0)."""
+
+    def __init__(self) -> None:
+        self.readers: list[object] = []
+
+    def score(self, question, answers, passed=None, judged=None, hints=(), reader=None) -> QuestionScore:
+        self.readers.append(reader)
+        return QuestionScore(question_id=question.id, overall=2.0 if judged is None else 1.0)
+
+
+def test_only_the_background_rescoring_reads_the_probes(bank, tmp_path: Path) -> None:
+    from interviewer.scoring.background import BackgroundJudge
+    from interviewer.scoring.judge import TruthCost, TruthJudgement
+    from interviewer.session import Interview, Ports
+    from interviewer.store import SessionStore
+
+    def judge(question: str, answer: str, key_points) -> TruthJudgement:
+        return TruthJudgement([], TruthCost())
+
+    scorer, reader, runner = ReaderRecordingScorer(), Scripted({}), BackgroundJudge(judge=judge)
+    ports = Ports(
+        bank=bank, store=SessionStore(tmp_path / "s.db"), scorer=scorer, judge=runner, reader=reader
+    )
+    it = Interview.start(ports, ["phone-screen"])
+    it.advance_all()
+    qid = it.state.plan[0]
+    assert bank.get(qid).probes
+    for answer in ("An answer.", "A why.", "Another why."):
+        it.submit(answer)
+        it.advance_all()
+    assert it.wait_for_judge(timeout=20)
+    runner.close()
+    assert scorer.readers[0] is None  # the live score: offline, never waits on a model
+    assert reader in scorer.readers[1:]
+
+
+def test_the_runtime_reads_with_the_configured_models_stored_trust(tmp_path: Path) -> None:
+    from interviewer.config import load_settings
+    from interviewer.llm.client import ChatPort
+    from interviewer.runtime import ModelChoice, Runtime
+    from interviewer.scoring.reader_trust import TRUST_FILE
+
+    (tmp_path / TRUST_FILE).write_text(json.dumps({"served-id": {"weight": 0.81}}), encoding="utf-8")
+    rt = Runtime(load_settings(data_dir=tmp_path, judge=True, retrieval=False))
+    rt.set_model(
+        ChatPort(ScriptedChatModel(), name="scripted"), ModelChoice("http://x/v1", "served-id", "s", False)
+    )
+    reader = rt.reader(rt.model())
+    assert isinstance(reader, ProbeReader) and reader.trust == 0.81
+    rt.set_model(
+        ChatPort(ScriptedChatModel(), name="other"), ModelChoice("http://x/v1", "other-id", "o", False)
+    )
+    assert rt.reader(rt.model()).trust is None  # type: ignore[union-attr]  # never measured: noted only
+    rt.close()
