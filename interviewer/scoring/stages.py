@@ -546,6 +546,7 @@ class Findings(Stage):
     """The probes' findings per key point, and what they change (nothing when the reader is not trusted)."""
 
     acting: bool = False  # the reader is trusted enough for the findings to change the score
+    trust: float = 0.0  # the reader's measured agreement (0 when never measured)
     points: dict[str, ReadingVerdict] = field(default_factory=dict)  # main key point -> finding
     quotes: dict[str, str] = field(default_factory=dict)  # main key point -> the candidate's sentence
     hits: list[ContradictionHit] = field(default_factory=list)  # contradicted main key points (when acting)
@@ -643,6 +644,7 @@ def findings(
         f"{count['contradicted']} contradicted" + (f", {mixed} read both ways (not decided)" if mixed else "")
     )
     out.acting = trust is not None and trust >= MIN_READER_TRUST
+    out.trust = trust or 0.0
     if not out.acting:
         out.notes.append(
             "reading probes noted only: "
@@ -724,7 +726,7 @@ def verdicts_with_findings(verdicts: list[KeyPointVerdict], fnd: Findings) -> li
             KeyPointVerdict(
                 key_point=v.key_point,
                 verdict=found,
-                confidence=0.9,
+                confidence=round(min(1.0, fnd.trust), 4),
                 quote=fnd.quotes.get(v.key_point),
                 method="reading-probes",
             )
