@@ -316,10 +316,9 @@ def test_only_the_background_rescoring_reads_the_probes(bank, tmp_path: Path) ->
     ports = Ports(
         bank=bank, store=SessionStore(tmp_path / "s.db"), scorer=scorer, judge=runner, reader=reader
     )
-    it = Interview.start(ports, ["phone-screen"])
+    it = Interview.start(ports, ["inference-deep-dive"], question_ids=[DECODE_ID])
     it.advance_all()
-    qid = it.state.plan[0]
-    assert bank.get(qid).probes
+    assert it.state.plan[0] == DECODE_ID and bank.get(DECODE_ID).probes
     for answer in ("An answer.", "A why.", "Another why."):
         it.submit(answer)
         it.advance_all()

@@ -296,13 +296,14 @@ class RubricScorer:
         verdicts = stages.key_point_verdicts(
             enc, cov.result, con.hits, kps.covered, spec.key_points, spec.criteria, crit.off_topic
         )
-        verdicts = stages.verdicts_with_findings(verdicts, fnd)
         parts: list[stages.Stage] = [seen, cov, con, chk, llm, reads, fnd, level, rel, crit]
         return QuestionScore(
             question_id=spec.question_id,
             overall=round(min(4.0, max(0.0, overall)), 2),
             adjustments=adjustments,
-            verdicts=con.merged if con.merged is not None and not crit.off_topic else verdicts,
+            verdicts=stages.verdicts_with_findings(
+                con.merged if con.merged is not None and not crit.off_topic else verdicts, fnd
+            ),
             criteria=crit.criteria,
             checks=results,
             key_points_covered=kps.covered,
