@@ -114,6 +114,7 @@ def main() -> int:
         return 0
     read = load_readings(args.readings, bank)
     without: dict[str, dict[str, float]] = {}
+    acted = {label: {"contradicted": 0, "stated": 0, "halved": 0} for label in LABELS}
     withf: dict[str, dict[str, float]] = {}
     for qid, t in traps.items():
         texts = t.texts()
@@ -126,12 +127,23 @@ def main() -> int:
 
         reader.trust = args.trust  # type: ignore[attr-defined]
         without[qid] = {label: scorer.score(q, [x]).overall for label, x in texts.items()}
-        withf[qid] = {label: scorer.score(q, [x], reader=reader).overall for label, x in texts.items()}
+        withf[qid] = {}
+        for label, x in texts.items():
+            got = scorer.score(q, [x], reader=reader)
+            withf[qid][label] = got.overall
+            found = [v.verdict for v in got.verdicts if v.method == "reading-probes"]
+            acted[label]["contradicted"] += "contradicted" in found
+            acted[label]["stated"] += "stated" in found
+            acted[label]["halved"] += any("probes find them not stated" in n for n in got.notes)
         if args.per_question:
             print(f"{qid:<46}" + "".join(f"{without[qid][k]:>6.2f}>{withf[qid][k]:<5.2f}" for k in LABELS))
     print(f"readings: {args.readings} ({len(read)} answers read, trust {args.trust})")
     table(without, "without findings")
     table(withf, "with findings")
+    print("\nanswers with a key point the probes find contradicted / stated / vocabulary-only (halved):")
+    for label in LABELS:
+        a = acted[label]
+        print(f"  {label:<10} {a['contradicted']:>3} / {a['stated']:>3} / {a['halved']:>3}  of {len(withf)}")
     return 0
 
 
