@@ -58,6 +58,7 @@ class Runtime:
         self._scorer: RubricScorer | None = None
         self._judge: BackgroundJudge | None = None  # the truth judge over the current model
         self._judge_port: ChatPort | None = None
+        self._reading_cancel = threading.Event()  # set on close: a reading in progress stops
         self._listener: Listener | None = None
         self._scorer_lock = threading.Lock()
         self._scorer_failed: str | None = None
@@ -252,7 +253,8 @@ class Runtime:
         from interviewer.scoring.probe_reader import ProbeReader
 
         choice = self._choice
-        return ProbeReader.for_model(port, self.settings.data_dir, choice.model if choice else port.name)
+        model_id = choice.model if choice else port.name
+        return ProbeReader.for_model(port, self.settings.data_dir, model_id, cancel=self._reading_cancel)
 
     def wait_for_judge(
         self,
@@ -285,6 +287,7 @@ class Runtime:
         )
 
     def close(self) -> None:
+        self._reading_cancel.set()  # a reading in progress stops; its rescoring is redone on resume
         if self._judge is not None:
             self._judge.close(cancel=True)  # unfinished judgements are redone when the session resumes
             self._judge = None

@@ -346,3 +346,15 @@ def test_the_runtime_reads_with_the_configured_models_stored_trust(tmp_path: Pat
     )
     assert rt.reader(rt.model()).trust is None  # type: ignore[union-attr]  # never measured: noted only
     rt.close()
+
+
+def test_a_cancelled_reading_decides_nothing_and_is_not_stored_as_a_score(
+    scorer: RubricScorer, question: Question
+) -> None:
+    from interviewer.scoring.reader import ReadingCancelled
+
+    def cancelled(asked: ReadingInput) -> list[ReadingFinding]:
+        raise ReadingCancelled("the reading was cancelled")
+
+    with pytest.raises(ReadingCancelled):
+        scorer.score(question, [ANSWERS[DECODE_ID]["partial"]], reader=cancelled)

@@ -33,7 +33,6 @@ from interviewer.scoring.models import (
     Status,
     Verdict,
 )
-from interviewer.scoring.reader import ReadingCancelled
 from interviewer.scoring.spec import Answers, RubricSpec, StepSpec
 
 WELL_ANSWERED = 2.5  # a why-level counts as answered well from this coverage level (of 4) up
@@ -517,8 +516,9 @@ def readings(spec: RubricSpec, seen: ScreenedAnswers, reader: Reader | None) -> 
     asked = ReadingInput(spec.question_text, answers, list(spec.probes), spec.question_id)
     try:
         found = list(reader(asked))
-    except (ModelError, ReadingCancelled) as e:  # the reading is extra evidence: the offline score stands
+    except ModelError as e:  # the reading is extra evidence: the offline score stands
         return Readings(notes=[f"reading probes unavailable, scored without them: {e}"])
+    # ReadingCancelled goes on up: a cancelled reading decides nothing, and the question is read again later
     return Readings(findings=found, methods=["reading-probes"] if found else [])
 
 
