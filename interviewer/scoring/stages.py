@@ -551,9 +551,8 @@ class Findings(Stage):
     quotes: dict[str, str] = field(default_factory=dict)  # main key point -> the candidate's sentence
     hits: list[ContradictionHit] = field(default_factory=list)  # contradicted main key points (when acting)
     vocabulary_only: list[str] = field(default_factory=list)  # halved main key points (when acting)
-    why: dict[int, dict[str, ReadingVerdict]] = field(
-        default_factory=dict
-    )  # why level -> key point -> finding
+    # why level -> key point -> finding (key points no probe could decide are left out)
+    why: dict[int, dict[str, ReadingVerdict]] = field(default_factory=dict)
 
     @property
     def about_question(self) -> bool:
