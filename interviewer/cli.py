@@ -520,6 +520,14 @@ def grade(
             "(the embedded model, or INTERVIEWER_BASE_URL)",
         ),
     ] = False,
+    reader: Annotated[
+        bool,
+        typer.Option(
+            "--reader/--no-reader",
+            help="also read each bank question's probes off its answer with the model (items naming a bank "
+            "`question_id`); findings count at the model's measured weight (interviewer calibrate --reader)",
+        ),
+    ] = False,
     base_url: BaseUrl = None,
     api_key: ApiKey = None,
 ) -> None:
@@ -532,28 +540,43 @@ def grade(
     rt = None
     try:
         with Progress(*columns, console=err) as bar:
-            model, weight = None, 0.5
-            if judge:
+            model, weight, probe_reader, questions = None, 0.5, None, None
+            if judge or reader:
                 from interviewer.runtime import Runtime
 
                 settings = _settings(base_url=base_url, api_key=api_key)
                 rt = Runtime(settings)
-                model = rt.model(progress=lambda m: bar.console.print(f"[dim]{escape(m)}[/dim]"))
+                port = rt.model(progress=lambda m: bar.console.print(f"[dim]{escape(m)}[/dim]"))
                 weight = settings.judge_weight
-            task = bar.add_task(f"judging with {model.name}" if model else "scoring", total=None)
+                model = port if judge else None
+                if reader:
+                    from interviewer.scoring.probe_reader import ProbeReader
+
+                    choice = rt.model_choice
+                    model_id = choice.model if choice is not None else port.name
+                    probe_reader = ProbeReader.for_model(port, settings.data_dir, model_id)
+                    questions = rt.bank.questions
+            doing = "judging" if judge else "reading" if reader else "scoring"
+            task = bar.add_task(f"{doing} with {port.name}" if rt else doing, total=None)
             n = grade_file(
                 input,
                 output,
                 judge_model=model,
                 judge_weight=weight,
                 progress=lambda d, t: bar.update(task, completed=d, total=t),
+                reader=probe_reader,
+                questions=questions,
             )
     except InterviewerError as e:
         _fail(e)
     finally:
         if rt is not None:
             rt.close()
-    console.print(f"scored {n} answer(s) -> {output}" + (" with the truth judge" if judge else ""))
+    console.print(
+        f"scored {n} answer(s) -> {output}"
+        + (" with the truth judge" if judge else "")
+        + (" with the reading probes" if reader else "")
+    )
 
 
 @app.command()

@@ -23,6 +23,7 @@ from interviewer.store import SessionStore
 if TYPE_CHECKING:
     from interviewer.llm.embedded import EmbeddedServer
     from interviewer.scoring.background import BackgroundJudge
+    from interviewer.scoring.probe_reader import ProbeReader
     from interviewer.scoring.scorer import RubricScorer
 
 log = logging.getLogger(__name__)
@@ -57,6 +58,7 @@ class Runtime:
         self._scorer: RubricScorer | None = None
         self._judge: BackgroundJudge | None = None  # the truth judge over the current model
         self._judge_port: ChatPort | None = None
+        self._reading_cancel = threading.Event()  # set on close: a reading in progress stops
         self._listener: Listener | None = None
         self._scorer_lock = threading.Lock()
         self._scorer_failed: str | None = None
@@ -243,6 +245,17 @@ class Runtime:
                 self._judge, self._judge_port = BackgroundJudge(port), port
             return self._judge
 
+    def reader(self, port: ChatPort | None) -> ProbeReader | None:
+        """The probe reader over ``port`` at the model's measured trust, for the judge's background rescoring
+        (None without a judge or a model)."""
+        if not self.settings.judge or port is None:
+            return None
+        from interviewer.scoring.probe_reader import ProbeReader
+
+        choice = self._choice
+        model_id = choice.model if choice else port.name
+        return ProbeReader.for_model(port, self.settings.data_dir, model_id, cancel=self._reading_cancel)
+
     def wait_for_judge(
         self,
         session_id: str,
@@ -266,6 +279,7 @@ class Runtime:
             retriever=self.retriever(wait=False),  # an interview never waits for the index build
             scorer=self.scorer(),
             judge=self.judge(model),
+            reader=self.reader(model),
             listener=self.listener(),  # reads each answer offline before the follow-up (no model call)
             answer_seconds=self.settings.answer_seconds,
             max_answer_chars=self.settings.max_answer_chars,
@@ -273,6 +287,7 @@ class Runtime:
         )
 
     def close(self) -> None:
+        self._reading_cancel.set()  # a reading in progress stops; its rescoring is redone on resume
         if self._judge is not None:
             self._judge.close(cancel=True)  # unfinished judgements are redone when the session resumes
             self._judge = None

@@ -97,6 +97,7 @@ class Scorer(Protocol):
         passed: bool | None = None,
         judged: list[KeyPointVerdict] | None = None,
         hints: Sequence[int] = (),
+        reader: Any = None,
     ) -> QuestionScore: ...
 
 
@@ -129,3 +130,6 @@ class Ports:
     # Reads each answer before the follow-up (challenge, hint, redirect, clarify, go deeper); None: the two
     # authored whys, whatever was said.
     listener: listen.Listener | None = None
+    # Reads the questions' probes off the answers in the judge's background rescoring (scoring.stages.Reader);
+    # None: scores without findings.
+    reader: Callable[[Any], Any] | None = None

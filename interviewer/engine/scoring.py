@@ -50,11 +50,21 @@ class QuestionScoring:
     def _score(
         self, q: Question, inputs: ScoreInputs, judged: Sequence[KeyPointVerdict] | None = None
     ) -> QuestionScore:
-        """The one call into the scorer."""
+        """The one call into the scorer; the rescoring with the judge's verdicts (background work) also reads
+        the question's probes when there is a reader."""
         scorer = self.ports.scorer
         assert scorer is not None
         if judged is None:
             return scorer.score(q, inputs.answers, inputs.passed, hints=inputs.hints)
+        if self.ports.reader is not None and q.probes:
+            return scorer.score(
+                q,
+                inputs.answers,
+                inputs.passed,
+                judged=list(judged),
+                hints=inputs.hints,
+                reader=self.ports.reader,
+            )
         return scorer.score(q, inputs.answers, inputs.passed, judged=list(judged), hints=inputs.hints)
 
     def score(self, q: Question) -> None:

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from interviewer.content.models import Question
 from interviewer.errors import InputError
 from interviewer.scoring.judge import judge_truth
-from interviewer.scoring.scorer import RubricScorer
+from interviewer.scoring.scorer import Reader, RubricScorer
 from interviewer.scoring.spec import RubricSpec
 
 ROW_FIELDS = ("score", "evidence", "key_points_missed", "methods", "notes")
@@ -33,16 +35,28 @@ def read_jsonl(path: Path) -> Iterable[tuple[int, dict[str, Any]]]:
         raise InputError(f"cannot read {path}: {e}") from e
 
 
-def _grade_item(scorer: RubricScorer, item: dict[str, Any], judge_model: Any) -> dict[str, Any]:
+def _grade_item(
+    scorer: RubricScorer,
+    item: dict[str, Any],
+    judge_model: Any,
+    reader: Reader | None = None,
+    questions: Mapping[str, Question] | None = None,
+) -> dict[str, Any]:
     """One input object plus its grade (and the truth judge's verdicts when there is a judge model)."""
     question, answer = str(item["question"]), str(item["answer"] or "")
     reference, rubric = item.get("reference_answer"), item.get("rubric")
+    bank_question = (questions or {}).get(str(item.get("question_id") or ""))
+    if bank_question is not None and reader is not None:
+        # A bank question read with its probes: its own rubric, the item's question text as asked.
+        spec = replace(RubricSpec.from_question(bank_question, reference), question_text=question)
+    else:
+        spec = RubricSpec.from_rubric(question, reference, rubric)
+        reader = None  # an ad-hoc rubric has no probes to read
     if judge_model is None:
-        result = scorer.grade_one(question, answer, reference, rubric)
+        result = scorer.grade_spec(spec, answer, reader=reader)
         return {**item, **{k: result[k] for k in ROW_FIELDS}}
-    spec = RubricSpec.from_rubric(question, reference, rubric)
     judged = judge_truth(judge_model, question, answer, spec.key_points)
-    result = scorer.grade_one(question, answer, reference, rubric, judged=judged.verdicts)
+    result = scorer.grade_spec(spec, answer, judged=judged.verdicts, reader=reader)
     return {
         **item,
         **{k: result[k] for k in ROW_FIELDS},
@@ -59,6 +73,8 @@ def grade_file(
     judge_weight: float = 0.5,
     scorer: RubricScorer | None = None,
     progress: Callable[[int, int], None] | None = None,
+    reader: Reader | None = None,
+    questions: Mapping[str, Question] | None = None,
 ) -> int:
     """Grade every line of ``input_jsonl`` (question, reference_answer or rubric, answer); returns the count.
 
@@ -73,6 +89,9 @@ def grade_file(
         judge_weight: how much the judge's verdicts count (used when ``scorer`` is not given).
         scorer: the scorer to use (default: the packaged offline one).
         progress: called as ``progress(done, total)``.
+        reader: reads the reading probes of items whose ``question_id`` names one of ``questions`` (the bank);
+            those items are graded against that question's rubric and its probes' findings (None: no reading).
+        questions: the bank's questions by id, for ``reader``.
 
     Raises:
         InputError: a line that is not a JSON object, lacks ``question`` or ``answer``, or has no usable rubric
@@ -91,7 +110,7 @@ def grade_file(
                     f"{src}:{n} needs `question` and `answer` (plus `reference_answer` or `rubric`)"
                 )
             try:
-                row = _grade_item(scorer, item, judge_model)
+                row = _grade_item(scorer, item, judge_model, reader, questions)
             except InputError as e:
                 raise InputError(f"{src}:{n}: {e}") from e
             out.write(json.dumps(row, ensure_ascii=False) + "\n")

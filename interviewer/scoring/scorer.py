@@ -14,6 +14,21 @@ How the methods combine (every score's ``notes`` spell out the numbers):
   claims has the criterion it touches capped at level 1 (every criterion when the claim names none) and the
   question at 1.5, and its asserting sentence is never quoted as evidence; an answer that is not about the
   question (low similarity to both the question and the rubric) is capped at 0.5, an empty one scores 0;
+- reading probes (with a reader: :class:`~interviewer.scoring.probe_reader.ProbeReader` on a model, or any
+  :data:`~interviewer.scoring.stages.Reader`): a model answers each key point's probes from the candidate's
+  text and the rubric judges the readings (:mod:`interviewer.scoring.reader`). Per key point, a probe that
+  contradicts it wins (unless another probe finds the true thing in the same sentence: then nothing is
+  decided), else one that states it. The findings act only when the reader's measured agreement (its
+  ``trust``, from ``interviewer calibrate --reader``) is at least ``MIN_READER_TRUST``; otherwise, or never
+  measured, they are noted and change nothing. Acting, a contradicted key point caps its criterion at level
+  1 and the question at 1.5 like a classic wrong claim, and the criterion says "you said \u201c<the
+  candidate's sentence>\u201d; in fact: <what the probe holds true>"; a key point coverage credits (shared
+  vocabulary) while the reader itself answers "not stated" to every probe of it keeps
+  ``VOCABULARY_ONLY_CREDIT`` (half) of its share of the level (a probe whose askings disagree, or whose
+  reading the rubric does not judge, is undecided and halves nothing); a stated or contradicted key point
+  means the answer is about the question, so neither the off-topic rule nor the relevance cap applies; on a
+  why level, a contradicted key point means the level is not answered well and vocabulary-only key points
+  count half;
 - the why levels (``why1``, ``why2`` of :class:`~interviewer.scoring.spec.Answers`) count in ``why_depth``: a level is answered well from a
   coverage of its authored key points of ``WELL_ANSWERED`` or half its points covered.
 
@@ -43,6 +58,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from interviewer.content.models import Question
@@ -119,6 +135,7 @@ class RubricScorer:
         neighbours: Sequence[Question] | None = None,
         judge_weight: float = 0.5,
         reader: Reader | None = None,
+        reader_trust: float | None = None,
     ) -> None:
         self._embedder = embedder
         self._enc: TextEncoder | None = None
@@ -132,6 +149,9 @@ class RubricScorer:
         self.judge_weight = judge_weight
         self._neighbours = stages.Neighbours(neighbours)
         self.reader = reader  # answers the questions' reading probes (none: no findings)
+        # The reader model's measured agreement (reader_trust.load_trust) when the reader does not carry its
+        # own ``trust``: findings act on the score only from MIN_READER_TRUST (see the module docstring).
+        self.reader_trust = reader_trust
 
     @property
     def encoder(self) -> TextEncoder:
@@ -158,6 +178,7 @@ class RubricScorer:
         passed: bool | None = None,
         judged: list[KeyPointVerdict] | None = None,
         hints: Sequence[int] = (),
+        reader: Reader | None = None,
     ) -> QuestionScore:
         """Score ``answers`` against ``question``'s rubric, offline, merging a truth judge's verdicts if given.
 
@@ -172,12 +193,14 @@ class RubricScorer:
                 a rubric contradiction.
             hints: the level (0 main, 1-2 why) of each graded hint the interviewer gave on this question; each
                 costs points (module docstring).
+            reader: reads the question's probes off the answers for this call (default: the scorer's own);
+                its ``trust`` attribute, when it has one, is the model's measured reading agreement.
 
         Returns:
             The question's score; ``verdicts`` holds one merged verdict per key point, in rubric order.
         """
         named = answers if isinstance(answers, Answers) else Answers.from_list(answers)
-        return self.score_spec(RubricSpec.from_question(question), named, passed, judged, hints)
+        return self.score_spec(RubricSpec.from_question(question), named, passed, judged, hints, reader)
 
     @native_call()
     def warm(self) -> None:
@@ -218,6 +241,7 @@ class RubricScorer:
         passed: bool | None = None,
         judged: Sequence[KeyPointVerdict] | None = None,
         hints: Sequence[int] = (),
+        reader: Reader | None = None,
     ) -> QuestionScore:
         """Score named ``answers`` against a rubric spec: the stages of :mod:`interviewer.scoring.stages`,
         composed in the order their notes appear (see :meth:`score` for the arguments)."""
@@ -228,7 +252,12 @@ class RubricScorer:
         gap = self._neighbours.gap(enc, spec, seen.main) if seen.answered else None
         chk = stages.checks(spec, seen.main)
         llm = self._llm_grading(spec, seen)
-        reads = stages.readings(spec, seen, self.reader)
+        reader = self.reader if reader is None else reader
+        reads = stages.readings(spec, seen, reader)
+        trust = getattr(reader, "trust", None)
+        fnd = stages.findings(enc, spec, reads, cov.result, self.reader_trust if trust is None else trust)
+        con.hits += fnd.hits
+        con.level *= stages.vocabulary_factor(cov.result, fnd)
         level = stages.calibration(con.level, llm, chk, passed)
         results = chk.results + ([level.code] if level.code else [])
         stated = bool(con.merged and any(v.verdict == "stated" for v in con.merged))
@@ -238,15 +267,17 @@ class RubricScorer:
         rel = stages.relevance(
             cov.result,
             gap,
-            exempt=not seen.answered or con.claims_wrong,
+            exempt=not seen.answered or con.claims_wrong or fnd.about_question,
             covered=covered,
             met=covered or any(ch.passed for ch in results),
         )
-        kps = stages.key_points(spec, cov.result, con, llm.quotes, rel.off_topic)
+        kps = stages.with_findings(
+            stages.key_points(spec, cov.result, con, llm.quotes, rel.off_topic), cov.result, fnd
+        )
         crit = stages.cap_criteria(
             stages.criteria_scores(enc, spec, cov.result, con.level, llm, kps), con, cov, rel, seen, passed
         )
-        depth, depth_notes = stages.depth(enc, cal, spec, seen, hints)
+        depth, depth_notes = stages.depth(enc, cal, spec, seen, hints, fnd)
         capped = bool(con.hits) or crit.off_topic or not seen.answered
         pushed = stages.push(enc, cal, spec.push, seen.push, capped)
         adjustments = [pushed] if pushed else []
@@ -257,19 +288,22 @@ class RubricScorer:
             answered=seen.answered,
             off_topic=crit.off_topic,
             passed=passed,
-            rel=rel,
+            # the probes found the answer about this question: no relevance cap either
+            rel=replace(rel, value=max(rel.value, RELEVANT_FROM), gap=None) if fnd.about_question else rel,
         )
         costs, overall = stages.hints(hints, overall)
         adjustments += costs
         verdicts = stages.key_point_verdicts(
             enc, cov.result, con.hits, kps.covered, spec.key_points, spec.criteria, crit.off_topic
         )
-        parts: list[stages.Stage] = [seen, cov, con, chk, llm, reads, level, rel, crit]
+        parts: list[stages.Stage] = [seen, cov, con, chk, llm, reads, fnd, level, rel, crit]
         return QuestionScore(
             question_id=spec.question_id,
             overall=round(min(4.0, max(0.0, overall)), 2),
             adjustments=adjustments,
-            verdicts=con.merged if con.merged is not None and not crit.off_topic else verdicts,
+            verdicts=stages.verdicts_with_findings(
+                con.merged if con.merged is not None and not crit.off_topic else verdicts, fnd
+            ),
             criteria=crit.criteria,
             checks=results,
             key_points_covered=kps.covered,
@@ -307,7 +341,17 @@ class RubricScorer:
     ) -> dict[str, Any]:
         """Score any question given a reference answer or a rubric; a JSON-ready dict (score on 0-4)."""
         spec = RubricSpec.from_rubric(question_text, reference_answer, rubric)
-        result = self.score_spec(spec, Answers(answer), judged=judged)
+        return self.grade_spec(spec, answer, judged=judged)
+
+    def grade_spec(
+        self,
+        spec: RubricSpec,
+        answer: str,
+        judged: list[KeyPointVerdict] | None = None,
+        reader: Reader | None = None,
+    ) -> dict[str, Any]:
+        """:meth:`grade_one` for a rubric spec (a bank question's, with its probes for ``reader``)."""
+        result = self.score_spec(spec, Answers(answer), judged=judged, reader=reader)
         evidence = list(dict.fromkeys(e for cs in result.criteria for e in cs.evidence))
         return {
             "score": result.overall,

@@ -481,6 +481,7 @@ class ReadingInput:
     question: str
     answers: dict[str, str]  # "main", "why1", "why2" -> the screened answer (absent parts are left out)
     probes: list[Probe]
+    question_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -490,6 +491,10 @@ class ReadingFinding:
     probe: Probe
     read: ReadingAnswer  # what the reader says the candidate says
     verdict: ReadingVerdict  # the rubric's comparison: the true thing, a classic wrong one, or not stated
+    quote: str | None = None  # the candidate's sentence behind a stated or contradicted reading
+    # Absent for want of a reading, not because the reader found nothing: the askings disagreed, or it read
+    # something the rubric does not judge. Only a reader that answered "not stated" itself halves credit.
+    undecided: bool = False
 
 
 @dataclass
@@ -508,7 +513,224 @@ def readings(spec: RubricSpec, seen: ScreenedAnswers, reader: Reader | None) -> 
         return Readings()
     parts = {"main": seen.main, "why1": seen.why[0], "why2": seen.why[1]}
     answers = {k: v for k, v in parts.items() if v is not None}
-    return Readings(findings=list(reader(ReadingInput(spec.question_text, answers, list(spec.probes)))))
+    asked = ReadingInput(spec.question_text, answers, list(spec.probes), spec.question_id)
+    try:
+        found = list(reader(asked))
+    except ModelError as e:  # the reading is extra evidence: the offline score stands
+        return Readings(notes=[f"reading probes unavailable, scored without them: {e}"])
+    # ReadingCancelled goes on up: a cancelled reading decides nothing, and the question is read again later
+    return Readings(findings=found, methods=["reading-probes"] if found else [])
+
+
+# -- findings: what the reading probes' findings do to the score -----------------------------------------
+
+# A model's findings act on the score only from this measured agreement with hand labels (its weight from
+# ``interviewer calibrate --reader``, :func:`interviewer.scoring.reader_trust.load_trust`); below it, or never
+# measured, they are noted and change nothing. The embedded 1.5B model agrees on 76% of the probe set's dev
+# half; a reader that gets more than one probe in three wrong would cap right answers as wrong too often.
+MIN_READER_TRUST = 0.6
+# A key point credited by coverage (shared vocabulary) while every probe of it reads "not stated" keeps this
+# share of its credit: the answer uses the key point's words without saying what it says.
+VOCABULARY_ONLY_CREDIT = 0.5
+
+
+@dataclass(frozen=True)
+class FindingHit(ContradictionHit):
+    """A key point the probes find contradicted, as a hit on its criterion; ``said`` is the report's sentence."""
+
+    said: str = ""
+
+
+@dataclass
+class Findings(Stage):
+    """The probes' findings per key point, and what they change (nothing when the reader is not trusted)."""
+
+    acting: bool = False  # the reader is trusted enough for the findings to change the score
+    trust: float = 0.0  # the reader's measured agreement (0 when never measured)
+    points: dict[str, ReadingVerdict] = field(default_factory=dict)  # main key point -> finding
+    quotes: dict[str, str] = field(default_factory=dict)  # main key point -> the candidate's sentence
+    hits: list[ContradictionHit] = field(default_factory=list)  # contradicted main key points (when acting)
+    vocabulary_only: list[str] = field(default_factory=list)  # halved main key points (when acting)
+    # why level -> key point -> finding (key points no probe could decide are left out)
+    why: dict[int, dict[str, ReadingVerdict]] = field(default_factory=dict)
+
+    @property
+    def about_question(self) -> bool:
+        """The probes found a key point stated or contradicted: the answer is about this question."""
+        found = [*self.points.values(), *(v for level in self.why.values() for v in level.values())]
+        return self.acting and any(v != "absent" for v in found)
+
+
+def _true_thing(p: Probe) -> str:
+    """What the rubric holds true for a probe, in words."""
+    if p.kind == "option":
+        return str(p.true)
+    if p.kind == "number":
+        value = f"{p.value:,.6g}" if p.value is not None and abs(p.value) < 1e6 else f"{p.value:,.0f}"
+        return f"{value} {p.unit}".strip() if p.unit else value
+    return p.accept[0]
+
+
+def said_wrong(f: ReadingFinding) -> str:
+    """The report's sentence for a contradicting finding: the candidate's own sentence, then what the rubric
+    holds true ("you said \u201cprefill is memory-bound\u201d; in fact: prefill is compute-bound")."""
+    said = f"you said \u201c{f.quote}\u201d" if f.quote else f"the answer gives {f.read}"
+    return f"{said}; in fact: {_true_thing(f.probe)}"
+
+
+def _key_point_of(spec: RubricSpec, point: str) -> tuple[str, int, str] | None:
+    """``main.1`` -> ("main", 0, the key point's text); why levels as 1 and 2; None when out of range."""
+    try:
+        part, index = point.split(".")
+        i = int(index)
+        if part == "main":
+            return part, 0, spec.key_points[i]
+        level = int(part.removeprefix("why"))
+        return part, level, spec.why_steps[level - 1].key_points[i]
+    except (ValueError, IndexError):
+        return None
+
+
+def findings(
+    enc: TextEncoder, spec: RubricSpec, reads: Readings, cov: CoverageResult, trust: float | None
+) -> Findings:
+    """Per key point: contradicted if a probe contradicts it (unless another probe finds the true thing in the
+    same sentence: the reading is mixed, nothing is decided), else stated if a probe states it, else absent.
+
+    Acting on them (``trust`` at least :data:`MIN_READER_TRUST`): a contradicted main key point becomes a hit
+    on the criterion it belongs to (capped like a classic wrong claim, the candidate's sentence recorded);
+    a main key point coverage counts as covered while its probes find it not stated keeps
+    :data:`VOCABULARY_ONLY_CREDIT` of its credit; a why level's findings go to :func:`depth`.
+    """
+    out = Findings()
+    if not reads.findings:
+        return out
+    by_point: dict[str, list[ReadingFinding]] = {}
+    for f in reads.findings:
+        by_point.setdefault(f.probe.point, []).append(f)
+    stated_quotes = {f.quote for f in reads.findings if f.verdict == "stated" and f.quote}
+    wrong: dict[str, ReadingFinding] = {}
+    undecided: set[str] = set()
+    mixed = 0
+    for point, fs in by_point.items():
+        where = _key_point_of(spec, point)
+        if where is None:
+            continue
+        part, level, key_point = where
+        against = [
+            f for f in fs if f.verdict == "contradicted" and not (f.quote and f.quote in stated_quotes)
+        ]
+        mixed += any(f.verdict == "contradicted" for f in fs) and not against
+        verdict: ReadingVerdict = (
+            "contradicted" if against else "stated" if any(f.verdict == "stated" for f in fs) else "absent"
+        )
+        if verdict == "absent" and any(f.undecided for f in fs):
+            undecided.add(key_point)  # one probe found nothing, another could not tell: not shown absent
+        if part != "main":
+            if key_point not in undecided:
+                out.why.setdefault(level, {})[key_point] = verdict
+            continue
+        out.points[key_point] = verdict
+        chosen = against[0] if against else next((f for f in fs if f.verdict == verdict and f.quote), None)
+        if chosen is not None and chosen.quote:
+            out.quotes[key_point] = chosen.quote
+        if against:
+            wrong[key_point] = against[0]
+    count = {v: sum(x == v for x in out.points.values()) for v in VERDICTS}
+    trust_text = "never measured" if trust is None else f"{trust:.2f}"
+    out.notes.append(
+        f"reading probes (reader trust {trust_text}): {count['stated']}/{len(out.points)} key points stated, "
+        f"{count['contradicted']} contradicted" + (f", {mixed} read both ways (not decided)" if mixed else "")
+    )
+    out.acting = trust is not None and trust >= MIN_READER_TRUST
+    out.trust = trust or 0.0
+    if not out.acting:
+        out.notes.append(
+            "reading probes noted only: "
+            + (
+                "the model's reading was never measured (interviewer calibrate --reader)"
+                if trust is None
+                else f"the model's reading agreement {trust:.2f} is below {MIN_READER_TRUST}"
+            )
+        )
+        return out
+    crit_of = {
+        k: name for name, ks in assign_key_points(enc, spec.criteria, spec.key_points).items() for k in ks
+    }
+    for key_point, f in wrong.items():
+        hit = FindingHit(
+            name="reading probe",
+            claim=f"{f.read} ({f.probe.ask})",
+            criterion=crit_of.get(key_point) if len(spec.criteria) > 1 else None,
+            sentence=f.quote or "",
+            challenge="",
+            said=said_wrong(f),
+        )
+        out.hits.append(hit)
+        out.notes.append(f"reading probe contradicts a key point: {hit.said}")
+    covered = {m.key_point for m in cov.matches if m.covered}
+    out.vocabulary_only = [
+        k for k, v in out.points.items() if v == "absent" and k in covered and k not in undecided
+    ]
+    if out.vocabulary_only:
+        out.notes.append(
+            f"{len(out.vocabulary_only)} key point(s) share the rubric's words but their probes find them not "
+            f"stated: {VOCABULARY_ONLY_CREDIT:g} of their credit"
+        )
+    return out
+
+
+def vocabulary_factor(cov: CoverageResult, fnd: Findings) -> float:
+    """The share of the coverage level kept: each vocabulary-only key point's share of the credit is cut to
+    :data:`VOCABULARY_ONLY_CREDIT` (1.0 when none or not acting)."""
+    if not fnd.acting or not fnd.vocabulary_only:
+        return 1.0
+    fraction = {m.key_point: max(0.0, m.fraction) for m in cov.matches}
+    total = sum(fraction.values())
+    if total <= 0:
+        return 1.0
+    share = sum(fraction.get(k, 0.0) for k in fnd.vocabulary_only) / total
+    return 1.0 - (1.0 - VOCABULARY_ONLY_CREDIT) * share
+
+
+def with_findings(kps: KeyPoints, cov: CoverageResult, fnd: Findings) -> KeyPoints:
+    """Key points after the findings: vocabulary-only ones keep part of their fraction, contradicted ones
+    none, and their evidence is never a sentence the probes found wrong."""
+    if not fnd.acting or not fnd.points:
+        return kps
+    fraction = dict(kps.fractions or {m.key_point: m.fraction for m in cov.matches})
+    for k in fnd.vocabulary_only:
+        fraction[k] = fraction.get(k, 0.0) * VOCABULARY_ONLY_CREDIT
+    wrong = {k for k, v in fnd.points.items() if v == "contradicted"}
+    for k in wrong:
+        fraction[k] = 0.0
+    covered = [k for k in kps.covered if k not in wrong]
+    missed = [k for k in kps.missed if k not in covered] + [k for k in kps.covered if k in wrong]
+    evidence = {k: e for k, e in kps.evidence.items() if k not in wrong}
+    return KeyPoints(covered, missed, evidence, fraction)
+
+
+def verdicts_with_findings(verdicts: list[KeyPointVerdict], fnd: Findings) -> list[KeyPointVerdict]:
+    """The per-key-point verdicts, with what the probes found stated or contradicted in place of the offline
+    guess (when acting)."""
+    if not fnd.acting:
+        return verdicts
+    out = []
+    for v in verdicts:
+        found = fnd.points.get(v.key_point)
+        if found is None or found == "absent":
+            out.append(v)
+            continue
+        out.append(
+            KeyPointVerdict(
+                key_point=v.key_point,
+                verdict=found,
+                confidence=round(min(1.0, fnd.trust), 4),
+                quote=fnd.quotes.get(v.key_point),
+                method="reading-probes",
+            )
+        )
+    return out
 
 
 # -- calibration: the methods' levels combined into one -------------------------------------------------
@@ -689,10 +911,10 @@ def _status(
         return _capped(
             cs,
             "contradicted",
-            f"contradicted: the answer says {hit.claim}",
+            hit.said if isinstance(hit, FindingHit) else f"contradicted: the answer says {hit.claim}",
             min(cs.level, CONTRADICTED_CRITERION_MAX),
             evidence=[e for e in cs.evidence if e != hit.sentence],
-            contradicted_by=hit.sentence,
+            contradicted_by=hit.sentence or None,
         )
     status: Status = "met" if cs.level >= 3 else "partial" if cs.level >= 2 or cs.evidence else "missing"
     if status == "met":
@@ -793,9 +1015,19 @@ def answered_well(step: CoverageResult, points: Sequence[str]) -> bool:
 
 
 def depth(
-    enc: TextEncoder, cal: Calibration, spec: RubricSpec, seen: ScreenedAnswers, hints: Sequence[int]
+    enc: TextEncoder,
+    cal: Calibration,
+    spec: RubricSpec,
+    seen: ScreenedAnswers,
+    hints: Sequence[int],
+    found: Findings | None = None,
 ) -> tuple[int, list[str]]:
-    """Why levels answered well without a hint (at most 2), with a note per level answered."""
+    """Why levels answered well without a hint (at most 2), with a note per level answered.
+
+    With trusted probe findings (``found``), a why level with a key point the probes find contradicted is
+    not answered well, and a key point covered only through shared vocabulary (its probes: not stated)
+    counts for :data:`VOCABULARY_ONLY_CREDIT` of a point and of its share of the level, as in the main answer.
+    """
     notes: list[str] = []
     total = 0
     for level, step in enumerate(spec.why_steps[:2], start=1):
@@ -808,6 +1040,19 @@ def depth(
             f"why level {level}: coverage {got.level:.2f}/4, {len(got.covered)}/{len(step.key_points)}"
             + ("" if unaided else " (answered after a hint: no depth credit)")
         )
+        read = found.why.get(level, {}) if found is not None and found.acting else {}
+        if any(v == "contradicted" for v in read.values()):
+            notes.append(f"why level {level}: the probes find a key point contradicted (not answered well)")
+            continue
+        vocab = [k for k in got.covered if read.get(k) == "absent"]
+        if vocab:
+            kept = vocabulary_factor(got, Findings(acting=True, vocabulary_only=vocab))
+            got = CoverageResult(got.level * kept, got.fraction, got.matches, got.features)
+            points = len(got.covered) - (1.0 - VOCABULARY_ONLY_CREDIT) * len(vocab)
+            well = got.level >= WELL_ANSWERED or points * 2 >= len(step.key_points)
+            notes.append(f"why level {level}: {len(vocab)} key point(s) only in shared vocabulary")
+            total += int(well and unaided)
+            continue
         total += int(answered_well(got, step.key_points) and unaided)
     return total, notes
 
