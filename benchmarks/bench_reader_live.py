@@ -1,20 +1,24 @@
 """A live follow-up's first token while the previous answer is read in the background, on the embedded model.
 
-Run: ``nice -n 10 .venv/bin/python benchmarks/bench_reader_live.py --design idle --trials 8``
-(``--design`` shared | shared-noyield | idle | idle-yield | normal; ``--model smollm2-135m`` for a plumbing run).
+Run: ``nice -n 10 .venv/bin/python benchmarks/bench_reader_live.py --design idle-freeze --trials 8``
+(``--design`` shared | shared-noyield | idle | idle-freeze | idle-yield | normal; ``--model smollm2-135m`` for a plumbing run).
 
 The candidate pastes a ~160-word answer and presses Send at once: the follow-up's prompt (the app's own system
 and follow-up templates over a bank question) is not prefilled, and a tag at its start keeps the server from
 reusing any cached prefix (the worst case: the whole prompt is read after Send). Meanwhile the reader reads the
 previous answer (another bank question's strong answer, ~125-200 words, with all its probes), started at varied
 offsets before Send. Trials come in pairs, the same live prompt timed alone and beside a reading, so a change
-of load between trials hits both. Designs:
+of load between trials hits both. For the designs with a server of their own, it also prints the CPU time the
+background server used from the reading's start to Send ("before": it was reading) and from Send to the first
+token ("during": what it could take from the live reply), a figure other programs' load does not change.
+Designs:
 
 - ``shared``: the reader on the live server's background slot, stepping aside between streamed chunks (what a
   remote server gets); ``shared-noyield``: the same without stepping aside.
-- ``idle``: the reader on a second embedded server at the OS's idle priority, sharing the mmapped weights
-  (the app's default on the embedded model); ``idle-yield``: the same, also stepping aside; ``normal``: the
-  second server at normal priority (shows what the priority does).
+- ``idle``: the reader on a second embedded server at the OS's idle priority, sharing the mmapped weights;
+  ``idle-freeze``: the same, its process also paused while a live reply streams (the app's default on the
+  embedded model); ``idle-yield``: idle, the reader also stepping aside; ``normal``: the second server at
+  normal priority (shows what the priority does).
 
 ``--batch N`` sets the live server's prompt step (tokens), ``--pieces W`` reads the reader's prompt ahead in
 pieces. Prints the load, the servers' memory (RSS and PSS: the weights' pages are shared), per-trial times and
@@ -92,12 +96,25 @@ def memory(pid: int | None) -> str:
     return f"RSS {fields.get('Rss', 0)} MB, PSS {fields.get('Pss', 0)} MB, private {private} MB"
 
 
-def first_token(port: ChatPort, sent: list[BaseMessage]) -> float:
+def cpu_seconds(pid: int | None) -> float:
+    """CPU time (user + system) a process has used so far, from /proc."""
+    if pid is None:
+        return 0.0
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def first_token(port: ChatPort, sent: list[BaseMessage], watch: int | None = None) -> tuple[float, float]:
+    """Seconds from Send to the first token, and the CPU seconds process ``watch`` used meanwhile."""
     stream = port.stream(sent, key=LIVE_KEY)
     t0 = time.perf_counter()
+    c0 = cpu_seconds(watch)
     try:
         next(iter(stream))
-        return time.perf_counter() - t0
+        return time.perf_counter() - t0, cpu_seconds(watch) - c0
     finally:
         close = getattr(stream, "close", None)
         if close is not None:
@@ -108,7 +125,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="qwen2.5-coder-1.5b")
     ap.add_argument(
-        "--design", choices=["shared", "shared-noyield", "idle", "idle-yield", "normal"], default="idle"
+        "--design",
+        choices=["shared", "shared-noyield", "idle", "idle-freeze", "idle-yield", "normal"],
+        default="idle",
     )
     ap.add_argument("--trials", type=int, default=8)
     ap.add_argument(
@@ -132,7 +151,7 @@ def main() -> int:
 
     live_server = EmbeddedServer(settings, batch=args.batch)  # the app's: 4 slots
     bg_server: EmbeddedServer | None = None
-    if args.design in ("idle", "idle-yield", "normal"):
+    if args.design in ("idle", "idle-freeze", "idle-yield", "normal"):
         bg_server = EmbeddedServer(settings, n_parallel=1, idle=args.design != "normal")
     try:
         t0 = time.perf_counter()
@@ -146,6 +165,7 @@ def main() -> int:
                 bg_server,
                 lambda s, url: port_over(settings, s, url),
                 yield_to_live=args.design == "idle-yield",
+                freeze=args.design == "idle-freeze",
             )
             assert reader.port is not live  # started now, not inside the first timed trial
         print(f"servers ready in {time.perf_counter() - t0:.0f} s", flush=True)
@@ -157,13 +177,17 @@ def main() -> int:
 
         alone: list[float] = []
         busy: list[float] = []
-        print(f"\n{'trial':>5} {'live question':<44} {'offset':>7} {'alone':>7} {'busy':>7} {'delay':>7}")
+        during: list[float] = []  # the background server's CPU seconds from Send to the first token
+        print(
+            f"\n{'trial':>5} {'live question':<36} {'offset':>7} {'alone':>7} {'busy':>7} {'delay':>7} "
+            f"{'bg cpu before':>13} {'bg cpu during':>13}"
+        )
         for i in range(args.trials):
             q, text = lives[i % len(lives)]
             item, ans = reads[(i + 3) % len(reads)]
             if item.question_id == q.id:
                 item, ans = reads[(i + 4) % len(reads)]
-            a = first_token(live, live_messages(q, text, 2 * i))
+            a, _ = first_token(live, live_messages(q, text, 2 * i))
             stop = threading.Event()
             started = threading.Event()
 
@@ -182,15 +206,21 @@ def main() -> int:
             worker = threading.Thread(target=run, daemon=True)
             worker.start()
             started.wait()
+            c_start = cpu_seconds(bg_server.pid if bg_server else None)
             offset = OFFSETS[i % len(OFFSETS)]
             time.sleep(offset)
-            b = first_token(live, live_messages(q, text, 2 * i + 1))
+            b, cpu = first_token(
+                live, live_messages(q, text, 2 * i + 1), bg_server.pid if bg_server else None
+            )
+            c_reading = cpu_seconds(bg_server.pid if bg_server else None) - c_start
             stop.set()
             worker.join(timeout=600)
             alone.append(a)
             busy.append(b)
+            during.append(cpu)
             print(
-                f"{i + 1:>5} {q.id[:44]:<44} {offset:>6.1f}s {a:>6.2f}s {b:>6.2f}s {b - a:>+6.2f}s",
+                f"{i + 1:>5} {q.id[:36]:<36} {offset:>6.1f}s {a:>6.2f}s {b:>6.2f}s {b - a:>+6.2f}s "
+                f"{c_reading - cpu:>12.2f}s {cpu:>12.2f}s",
                 flush=True,
             )
 
@@ -220,6 +250,11 @@ def main() -> int:
             f"min {min(ratios):6.2f}   max {max(ratios):6.2f}"
         )
         print(f"{'medians: busy - alone':<34} {mb - ma:+6.2f} s ({mb / ma:.2f} x)")
+        if bg_server is not None:
+            print(
+                f"{'background CPU from Send to token':<34} median {statistics.median(during):6.2f} s   "
+                f"max {max(during):6.2f}"
+            )
     finally:
         if bg_server is not None:
             bg_server.stop()

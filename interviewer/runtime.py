@@ -272,8 +272,11 @@ class Runtime:
             return self._background
 
     def _connect_background(self, server: EmbeddedServer, base_url: str) -> ChatPort:
+        # The server is paused while candidates' replies stream, with the request in flight: its clock must
+        # allow for that wait, which one reply's timeout does not bound.
+        settings = self.settings.model_copy(update={"timeout": max(self.settings.timeout, 900.0)})
         port = build_port(
-            self.settings,
+            settings,
             base_url=base_url,
             model=server.served_model_id,
             display_name=f"{server.model_name}, background",

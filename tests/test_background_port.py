@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -40,10 +41,39 @@ def _runtime(tmp_path: Path, port: ChatPort, *, embedded: bool) -> Runtime:
     return rt
 
 
+def _state(pid: int, want: str | None = None) -> str:
+    """The process state letter (T: stopped); with ``want``, polled briefly (signals land asynchronously)."""
+    deadline = time.monotonic() + 5
+    while True:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        done = want is None or (state == "T" if want == "T" else state != "T")
+        if done or time.monotonic() > deadline:
+            return state
+        time.sleep(0.01)
+
+
 def _sched(pid: int, tid: int) -> tuple[int, int]:
     """(nice, scheduling policy) of one thread, from /proc (fields 19 and 41 of stat)."""
     fields = Path(f"/proc/{pid}/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()
     return int(fields[16]), int(fields[38])
+
+
+def test_live_hooks_hear_when_the_first_reply_starts_and_the_last_one_ends() -> None:
+    live = _live_port()
+    heard: list[bool] = []
+    remove = live.on_live(heard.append)
+    one = live.stream([HumanMessage("hi")], key="a")
+    two = live.stream([HumanMessage("hi")], key="b")
+    next(iter(one))
+    next(iter(two))
+    assert heard == [True]  # one pause for any number of replies at once
+    one.close()  # type: ignore[attr-defined]
+    assert heard == [True]
+    two.close()  # type: ignore[attr-defined]
+    assert heard == [True, False]
+    remove()
+    "".join(live.stream([HumanMessage("hi")], key="a"))
+    assert heard == [True, False]
 
 
 def test_beside_a_remote_server_background_work_shares_it_and_steps_aside_while_a_reply_streams(
@@ -112,6 +142,17 @@ def test_the_reader_reads_on_the_idle_priority_server_and_the_live_server_gets_n
         for tid in threads:
             nice, policy = _sched(pid, tid)
             assert policy == SCHED_IDLE and nice == 19, (tid, nice, policy)
+
+        # While a candidate's reply streams, the background server's process is stopped; then it runs again.
+        reply = live.stream([HumanMessage("hi")], key="candidate")
+        next(iter(reply))
+        try:
+            assert _state(pid, "T") == "T" and bg.server.paused
+        finally:
+            reply.close()  # type: ignore[attr-defined]
+        assert _state(pid, "!T") != "T" and not bg.server.paused
+        again = read_answer(bg, "Why?", "Decode is limited by memory bandwidth.", [PHASE])
+        assert again.cost.calls == 1
     finally:
         rt.close()
     assert bg.server is not None and not bg.server.is_running

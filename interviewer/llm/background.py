@@ -36,7 +36,10 @@ class BackgroundPort:
         server: the idle-priority server to start on first use (None: use ``live``'s background slot).
         connect: builds the port over the started server from its base URL.
         yield_to_live: stop a request while a live reply streams on ``live`` (needed when both share a
-            server; an idle-priority server already gives way to it in the kernel).
+            server).
+        freeze: pause the background server's process while a live reply streams on ``live`` and resume it
+            after: the live server then has every core and all the memory bandwidth, even when other programs
+            keep the cores busy (idle priority alone yields only CPU time, and only to ready threads).
     """
 
     def __init__(
@@ -46,6 +49,7 @@ class BackgroundPort:
         connect: Callable[[EmbeddedServer, str], ChatPort] | None = None,
         *,
         yield_to_live: bool | None = None,
+        freeze: bool = True,
     ) -> None:
         self.live = live
         self.server = server
@@ -54,6 +58,17 @@ class BackgroundPort:
         self._own: ChatPort | None = None
         self._failed: str | None = None
         self._lock = threading.Lock()
+        self._unhook: Callable[[], None] | None = None
+        if server is not None and freeze:
+            self._unhook = live.on_live(self._live_changed)
+
+    def _live_changed(self, streaming: bool) -> None:
+        if self.server is None or self._own is None:
+            return  # not started yet: nothing to pause
+        if streaming:
+            self.server.pause()
+        else:
+            self.server.resume()
 
     @property
     def port(self) -> ChatPort:
@@ -106,6 +121,9 @@ class BackgroundPort:
 
     def close(self) -> None:
         """Stop the background server (the live one is not ours to stop)."""
+        if self._unhook is not None:
+            self._unhook()
+            self._unhook = None
         if self.server is not None:
             self.server.stop()
         self._own = None

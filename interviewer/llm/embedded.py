@@ -535,6 +535,7 @@ class EmbeddedServer:
         self._n_parallel = n_parallel
         self._start_timeout = start_timeout
         self.idle = idle
+        self.paused = False
         self._batch = batch
         self._cache_ram_mib = cache_ram_mib
         self._proc: subprocess.Popen[bytes] | None = None
@@ -695,7 +696,28 @@ class EmbeddedServer:
             f"{_tail(self.log_path)}"
         )
 
+    def pause(self) -> None:
+        """Freeze the server's process (every thread, mid-step included) until :meth:`resume`.
+
+        Requests in flight just wait: the server holds them and their sockets. For a server whose work can
+        wait, while another one's reply is being computed.
+        """
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(proc.pid, signal.SIGSTOP)
+                self.paused = True
+
+    def resume(self) -> None:
+        """Let a paused server run again; harmless on one that is not paused."""
+        proc = self._proc
+        self.paused = False
+        if proc is not None and proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(proc.pid, signal.SIGCONT)
+
     def _kill(self, grace: float = 5.0) -> None:
+        self.resume()  # a frozen process would not act on SIGTERM
         proc, self._proc, self._base_url = self._proc, None, None
         _LIVE.discard(self)
         if proc is None:
