@@ -702,19 +702,19 @@ class EmbeddedServer:
         Requests in flight just wait: the server holds them and their sockets. For a server whose work can
         wait, while another one's reply is being computed.
         """
-        proc = self._proc
-        if proc is not None and proc.poll() is None:
+        proc, stop = self._proc, getattr(signal, "SIGSTOP", None)  # no such signal on Windows: never paused
+        if proc is not None and stop is not None and proc.poll() is None:
             with contextlib.suppress(ProcessLookupError):
-                os.kill(proc.pid, signal.SIGSTOP)
+                os.kill(proc.pid, stop)
                 self.paused = True
 
     def resume(self) -> None:
         """Let a paused server run again; harmless on one that is not paused."""
-        proc = self._proc
-        self.paused = False
-        if proc is not None and proc.poll() is None:
+        proc, cont = self._proc, getattr(signal, "SIGCONT", None)
+        was, self.paused = self.paused, False
+        if was and proc is not None and cont is not None and proc.poll() is None:
             with contextlib.suppress(ProcessLookupError):
-                os.kill(proc.pid, signal.SIGCONT)
+                os.kill(proc.pid, cont)
 
     def _kill(self, grace: float = 5.0) -> None:
         self.resume()  # a frozen process would not act on SIGTERM
