@@ -4,9 +4,10 @@ Over a remote server it is the live port itself: requests go to its background s
 candidate's reply streams (the reader checks :attr:`ChatPort.live_streams`). Over the embedded model that is
 not enough: a llama.cpp server reads a prompt in one step and starts a request that arrives meanwhile only after
 it, and on a small machine any work it does beside a live reply takes that reply's CPU. So background work gets
-a server of its own on the same weights (the file is mmapped: the pages are shared), run at the OS's idle
-priority: the kernel gives it a core only when the live server does not want it, so a candidate's follow-up
-never waits behind a reading (benchmarks/bench_reader_live.py).
+a server of its own on the same weights (the file is mmapped: its pages are shared), run at the OS's idle
+priority, and its process is paused from the moment a candidate's reply starts streaming until the last one
+ends: a request in flight just waits, mid-prompt included, and goes on where it stopped. The live server then
+has the cores and the memory bandwidth to itself (benchmarks/bench_reader_live.py).
 """
 
 from __future__ import annotations
