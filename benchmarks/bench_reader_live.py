@@ -131,10 +131,16 @@ def main() -> int:
     )
     ap.add_argument("--trials", type=int, default=8)
     ap.add_argument(
+        "--offsets",
+        default=",".join(f"{o:g}" for o in OFFSETS),
+        help="seconds from a reading's start to Send, cycled over the trials",
+    )
+    ap.add_argument(
         "--batch", type=int, default=0, help="the live server's prompt step in tokens (0: default)"
     )
     ap.add_argument("--pieces", type=int, default=None, help="reader prompt words per piece read ahead")
     args = ap.parse_args()
+    offsets = [float(o) for o in args.offsets.split(",") if o.strip()]
     load0 = os.getloadavg()
     print("uptime:", os.popen("uptime").read().strip(), flush=True)
 
@@ -207,7 +213,7 @@ def main() -> int:
             worker.start()
             started.wait()
             c_start = cpu_seconds(bg_server.pid if bg_server else None)
-            offset = OFFSETS[i % len(OFFSETS)]
+            offset = offsets[i % len(offsets)]
             time.sleep(offset)
             b, cpu = first_token(
                 live, live_messages(q, text, 2 * i + 1), bg_server.pid if bg_server else None
