@@ -250,8 +250,9 @@ class Runtime:
         """The port background work (the reader, the truth judge) uses beside the live ``port``.
 
         Beside the embedded model: a second embedded server on the same weights at the OS's idle priority,
-        started on the first background request, so a candidate's reply never waits for a reading. Beside
-        any other server: that server's background slot, stepping aside while a live reply streams.
+        started on the first background request and paused while a candidate's reply streams, so that reply
+        never waits for a reading. Beside any other server: that server's background slot, stepping aside
+        while a live reply streams.
         """
         with self._background_lock:  # not self._lock: the live model's start holds that one for minutes
             current = self._background

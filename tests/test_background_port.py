@@ -114,6 +114,7 @@ def test_beside_the_embedded_model_background_work_gets_an_idle_priority_server_
     other = _live_port("http://10.1.2.3:8000/v1")
     rt.set_model(other, ModelChoice(other.base_url, "m", "m", embedded=False))
     assert rt.background(other).server is None  # a new model: background work follows it
+    assert bg.port is live and not bg.server.is_running  # the old one is closed and never starts again
     rt.close()
 
 

@@ -58,6 +58,7 @@ class BackgroundPort:
         self.yield_to_live = server is None if yield_to_live is None else yield_to_live
         self._own: ChatPort | None = None
         self._failed: str | None = None
+        self._closed = False
         self._lock = threading.Lock()
         self._unhook: Callable[[], None] | None = None
         if server is not None and freeze:
@@ -74,8 +75,8 @@ class BackgroundPort:
     @property
     def port(self) -> ChatPort:
         """The port requests go to: the idle server's once it runs; the live port's if it cannot start."""
-        if self.server is None or self._failed is not None:
-            return self.live
+        if self.server is None or self._failed is not None or self._closed:
+            return self.live  # closed: a job still running from before finishes on the live port
         with self._lock:
             if self._own is None and self._failed is None:
                 try:
@@ -122,6 +123,7 @@ class BackgroundPort:
 
     def close(self) -> None:
         """Stop the background server (the live one is not ours to stop)."""
+        self._closed = True  # never started again: a new model gets a new port
         if self._unhook is not None:
             self._unhook()
             self._unhook = None
