@@ -226,7 +226,7 @@ def main() -> int:
             during.append(cpu)
             print(
                 f"{i + 1:>5} {q.id[:36]:<36} {offset:>6.1f}s {a:>6.2f}s {b:>6.2f}s {b - a:>+6.2f}s "
-                f"{c_reading - cpu:>12.2f}s {cpu:>12.2f}s",
+                + (f"{c_reading - cpu:>12.2f}s {cpu:>12.2f}s" if bg_server else f"{'-':>13} {'-':>13}"),
                 flush=True,
             )
 
