@@ -16,6 +16,7 @@ from interviewer.config import Settings
 from interviewer.content import Bank, load_bank
 from interviewer.errors import InterviewerError, ModelError
 from interviewer.listen import Listener
+from interviewer.llm.background import BackgroundPort
 from interviewer.llm.client import ChatPort, build_port, list_models
 from interviewer.session import Ports, Retriever
 from interviewer.store import SessionStore
@@ -59,6 +60,8 @@ class Runtime:
         self._judge: BackgroundJudge | None = None  # the truth judge over the current model
         self._judge_port: ChatPort | None = None
         self._reading_cancel = threading.Event()  # set on close: a reading in progress stops
+        self._background: BackgroundPort | None = None  # where background work sends its requests
+        self._background_lock = threading.Lock()
         self._listener: Listener | None = None
         self._scorer_lock = threading.Lock()
         self._scorer_failed: str | None = None
@@ -242,7 +245,7 @@ class Runtime:
             if self._judge is None or self._judge_port is not port:  # a new model: a new runner
                 if self._judge is not None:
                     self._judge.close(cancel=True)  # what it had not finished is judged again on resume
-                self._judge, self._judge_port = BackgroundJudge(port), port
+                self._judge, self._judge_port = BackgroundJudge(self.background(port)), port
             return self._judge
 
     def reader(self, port: ChatPort | None) -> ProbeReader | None:
@@ -254,7 +257,49 @@ class Runtime:
 
         choice = self._choice
         model_id = choice.model if choice else port.name
-        return ProbeReader.for_model(port, self.settings.data_dir, model_id, cancel=self._reading_cancel)
+        return ProbeReader.for_model(
+            self.background(port), self.settings.data_dir, model_id, cancel=self._reading_cancel
+        )
+
+    def background(self, port: ChatPort) -> BackgroundPort:
+        """The port background work (the reader, the truth judge) uses beside the live ``port``.
+
+        Beside the embedded model: a second embedded server on the same weights at the OS's idle priority,
+        started on the first background request and paused while a candidate's reply streams, so that reply
+        never waits for a reading. Beside any other server: that server's background slot, stepping aside
+        while a live reply streams.
+        """
+        with self._background_lock:  # not self._lock: the live model's start holds that one for minutes
+            current = self._background
+            if current is not None and current.live is port:
+                return current
+            if current is not None:
+                current.close()
+            choice = self._choice
+            if choice is not None and choice.embedded and port is self._port:
+                from interviewer.llm.embedded import EmbeddedServer
+
+                # One slot: background requests run one at a time. A small host-RAM prompt cache: the reader
+                # reads each answer once and keeps its shared instructions in the slot itself.
+                server = EmbeddedServer(self.settings, n_parallel=1, idle=True, cache_ram_mib=256)
+                self._background = BackgroundPort(port, server, self._connect_background)
+            else:
+                self._background = BackgroundPort(port)
+            return self._background
+
+    def _connect_background(self, server: EmbeddedServer, base_url: str) -> ChatPort:
+        # The server is paused while candidates' replies stream, with the request in flight: its clock must
+        # allow for that wait, which one reply's timeout does not bound.
+        settings = self.settings.model_copy(update={"timeout": max(self.settings.timeout, 900.0)})
+        port = build_port(
+            settings,
+            base_url=base_url,
+            model=server.served_model_id,
+            display_name=f"{server.model_name}, background",
+            keepalive=False,
+        )
+        port.slots = server.slots
+        return port
 
     def wait_for_judge(
         self,
@@ -291,6 +336,10 @@ class Runtime:
         if self._judge is not None:
             self._judge.close(cancel=True)  # unfinished judgements are redone when the session resumes
             self._judge = None
+        with self._background_lock:
+            if self._background is not None:
+                self._background.close()
+                self._background = None
         with self._lock:
             if self._embedded is not None:
                 self._embedded.stop()

@@ -159,6 +159,7 @@ class ChatPort:
         self._streams = 0  # replies streaming now: prefill waits for none
         self._streams_lock = threading.Lock()
         self._quiet = threading.Condition(self._streams_lock)  # notified when the last reply ends
+        self._live_hooks: list[Callable[[bool], None]] = []  # told when replies start and stop streaming
         self._prefiller: Prefiller | None = None
         self._slot_of: OrderedDict[str, int] = OrderedDict()  # session key -> slot, least recent first
         self._spec_lock = threading.Lock()
@@ -214,6 +215,8 @@ class ChatPort:
         """
         with self._streams_lock:
             self._streams += 1  # first: a speculation asked for from now on waits for this reply to end
+            if self._streams == 1:
+                self._tell_live(True)
         try:
             spec = self._claim(messages, key)
             if spec is not None:
@@ -238,7 +241,33 @@ class ChatPort:
             with self._streams_lock:
                 self._streams -= 1
                 if self._streams == 0:
+                    self._tell_live(False)
                     self._quiet.notify_all()
+
+    def on_live(self, hook: Callable[[bool], None]) -> Callable[[], None]:
+        """Call ``hook(True)`` as the first reply starts streaming and ``hook(False)`` as the last one ends.
+
+        Hooks run with the port's stream lock held, at once (background work pauses before the reply's request
+        is even sent): they must be quick and must not call back into the port. Returns the unsubscribe call.
+        """
+        with self._streams_lock:
+            self._live_hooks.append(hook)
+            if self._streams > 0:
+                hook(True)
+
+        def remove() -> None:
+            with self._streams_lock:
+                if hook in self._live_hooks:
+                    self._live_hooks.remove(hook)
+
+        return remove
+
+    def _tell_live(self, streaming: bool) -> None:
+        for hook in list(self._live_hooks):
+            try:
+                hook(streaming)
+            except Exception as e:  # background work's business: never the candidate's reply
+                log.warning("live-stream hook failed: %s", e)
 
     @property
     def live_streams(self) -> int:

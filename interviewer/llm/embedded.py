@@ -518,13 +518,26 @@ class EmbeddedServer:
         model: EmbeddedChoice | None = None,
         n_parallel: int = 4,
         start_timeout: float = 180.0,
+        idle: bool = False,
+        batch: int = 0,
+        cache_ram_mib: int = 1024,
     ) -> None:
+        """Args:
+        idle: run the server at the OS's idle priority (Linux SCHED_IDLE, else nice 19): for background
+            work beside a server someone waits on, which then gets the CPU whenever it wants it.
+        batch: prompt tokens the server reads per step (0: llama.cpp's default).
+        cache_ram_mib: host RAM for the prompts of idle slots.
+        """
         self.spec = get_spec(model or settings.embedded_model)
         self._data_dir = settings.data_dir
         self._threads = settings.embedded_threads
         self._ctx = settings.embedded_ctx
         self._n_parallel = n_parallel
         self._start_timeout = start_timeout
+        self.idle = idle
+        self.paused = False
+        self._batch = batch
+        self._cache_ram_mib = cache_ram_mib
         self._proc: subprocess.Popen[bytes] | None = None
         self._base_url: str | None = None
         self._lock = threading.Lock()
@@ -561,7 +574,8 @@ class EmbeddedServer:
     @property
     def log_path(self) -> Path:
         # One log per app process, so two apps (or a test next to the app) never write into the same file.
-        return self._data_dir / "logs" / f"embedded-{self.spec.key}-{os.getpid()}.log"
+        role = "-idle" if self.idle else ""
+        return self._data_dir / "logs" / f"embedded-{self.spec.key}{role}-{os.getpid()}.log"
 
     def start(self, progress: Progress | None = None) -> str:
         """Verify the weights, start the server, wait until /health is ok; returns the OpenAI base URL.
@@ -615,6 +629,11 @@ class EmbeddedServer:
             "--parent-pid",
             str(os.getpid()),
         ]
+        if self.idle:
+            cmd.append("--idle")
+        if self._batch > 0:
+            cmd += ["--batch", str(self._batch)]
+        cmd += ["--cache-ram-mib", str(self._cache_ram_mib)]
         env = dict(os.environ)
         # xllamacpp's ggml uses OpenMP, whose threads spin at every barrier by default. When anything else
         # wants the cores (Gradio, embeddings, the sandbox, a browser), a spinning thread burns the time
@@ -677,7 +696,28 @@ class EmbeddedServer:
             f"{_tail(self.log_path)}"
         )
 
+    def pause(self) -> None:
+        """Freeze the server's process (every thread, mid-step included) until :meth:`resume`.
+
+        Requests in flight just wait: the server holds them and their sockets. For a server whose work can
+        wait, while another one's reply is being computed.
+        """
+        proc, stop = self._proc, getattr(signal, "SIGSTOP", None)  # no such signal on Windows: never paused
+        if proc is not None and stop is not None and proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(proc.pid, stop)
+                self.paused = True
+
+    def resume(self) -> None:
+        """Let a paused server run again; harmless on one that is not paused."""
+        proc, cont = self._proc, getattr(signal, "SIGCONT", None)
+        was, self.paused = self.paused, False
+        if was and proc is not None and cont is not None and proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(proc.pid, cont)
+
     def _kill(self, grace: float = 5.0) -> None:
+        self.resume()  # a frozen process would not act on SIGTERM
         proc, self._proc, self._base_url = self._proc, None, None
         _LIVE.discard(self)
         if proc is None:

@@ -7,6 +7,7 @@ then serves until its stdin reaches EOF (the parent closed it or died) or it get
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ctypes
 import json
 import os
@@ -28,6 +29,23 @@ def _die_with_parent(parent_pid: int) -> None:
         os._exit(0)
 
 
+def _run_idle() -> None:
+    """Ask the OS to run this process only when nothing else wants the CPU (before any thread is created).
+
+    Linux applies the policy per thread and every thread inherits its creator's, so setting it here, before
+    xllamacpp starts its compute and HTTP threads, covers them all. Elsewhere the lowest nice value is the
+    nearest thing.
+    """
+    with contextlib.suppress(OSError):
+        os.nice(19)  # also where SCHED_IDLE exists: it is what ps and top show
+    idle = getattr(os, "SCHED_IDLE", None)
+    if idle is not None and hasattr(os, "sched_setscheduler"):
+        try:
+            os.sched_setscheduler(0, idle, os.sched_param(0))
+        except OSError as e:
+            print(f"sched_setscheduler(SCHED_IDLE) failed: {e}", file=sys.stderr)
+
+
 def _parse(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--model", required=True, help="path of the GGUF file (already verified by the parent)")
@@ -38,6 +56,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, default=0, help="0: the OS picks a free port")
     ap.add_argument("--parent-pid", type=int, default=None)
+    ap.add_argument("--batch", type=int, default=0, help="prompt tokens per step (0: llama.cpp's default)")
+    ap.add_argument("--cache-ram-mib", type=int, default=1024, help="host RAM for idle slots' prompts")
+    ap.add_argument("--idle", action="store_true", help="run at the OS's idle priority (background work)")
     return ap.parse_args(argv)
 
 
@@ -47,6 +68,8 @@ def main(argv: list[str] | None = None) -> int:
         _die_with_parent(args.parent_pid)
     # Ctrl-C in a terminal reaches the whole process group; the parent decides when we stop.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if args.idle:
+        _run_idle()
 
     import xllamacpp as xlc  # imported late: it is heavy, and --help should not need it
 
@@ -59,6 +82,10 @@ def main(argv: list[str] | None = None) -> int:
     p.n_parallel = args.parallel
     p.cpuparams.n_threads = args.threads
     p.cpuparams_batch.n_threads = args.threads
+    if args.batch > 0:
+        # The server reads a prompt in steps of this many tokens and starts another request's work only
+        # between steps: a smaller step lets a request that arrives mid-prompt in sooner.
+        p.n_batch = p.n_ubatch = args.batch
     p.offline = True  # never reach for Hugging Face or any network
     p.ui = False
     # Each streaming reply holds an HTTP thread for its whole length: one per slot, plus two so /health and
@@ -75,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     # explicitly so a library default change cannot silently disable reuse.
     p.cache_prompt = True
     p.cache_idle_slots = True
-    p.cache_ram_mib = 1024
+    p.cache_ram_mib = args.cache_ram_mib
     try:
         server = xlc.Server(p)
     except Exception as e:
