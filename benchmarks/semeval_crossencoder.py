@@ -3,8 +3,8 @@
 Run (one torch thread; CPU only; a few minutes per phase on a shared machine)::
 
     OMP_NUM_THREADS=1 nice -n 19 .venv/bin/python benchmarks/semeval_crossencoder.py \
-        [--work /tmp/semeval_work] [--epochs 1] [--max-pairs 4000] [--max-len 128] \
-        [--readings-dev FILE] [--readings-heldout FILE]
+        [--work /tmp/semeval_work] [--epochs 1] [--max-pairs 4000] [--max-len 128] [--modes whole,sent2] \
+        [--trap-dev-tune] [--no-semeval] [--readings FILE ...]
 
 What it does:
 
@@ -19,6 +19,11 @@ What it does:
    fitted on heldout): AUC wrong > strong, AUC wrong > partial, and at the threshold chosen on dev (the one
    that best separates wrong from strong there), the share of wrong answers flagged and of strong answers
    falsely flagged. The answer windowing is chosen on dev too.
+   Two premises are scored: the key points (P(contradictory): the answer denies a key point) and the
+   rubric's authored contradiction claims (P(correct): the answer states a classic wrong claim).
+   ``--trap-dev-tune`` then fine-tunes on half of the dev questions' traps (their wrong answer entails the
+   trap's one-line wrong claim, their strong answer denies it), with SemEval answers replayed, and selects and
+   thresholds on the other dev half only.
 3. Prints the reader's equivalent from ``benchmarks/read_traps.py`` readings where they exist: an answer is
    flagged when any main key point's finding is "contradicted" (a binary score, so its AUC counts ties as half).
 
@@ -405,7 +410,11 @@ def main() -> int:
     ap.add_argument("--max-len", type=int, default=128)
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--lr", type=float, default=3e-5)
-    ap.add_argument("--modes", default="whole,sent2", help="answer windowings to compare on dev")
+    ap.add_argument(
+        "--modes",
+        default="whole",
+        help="answer windowings to compare on dev (whole, sentN: runs of N sentences)",
+    )
     readings = REPO / "test-artifacts" / "readings"
     ap.add_argument(
         "--readings",
@@ -416,6 +425,7 @@ def main() -> int:
     ap.add_argument("--trap-dev-tune", action="store_true", help="then fine-tune on half of the dev traps")
     ap.add_argument("--tune-epochs", type=int, default=2)
     ap.add_argument("--replay", type=int, default=320, help="SemEval answers mixed into the fine-tuning")
+    ap.add_argument("--no-semeval", action="store_true", help="skip the SemEval held-out figure (re-reports)")
     args = ap.parse_args()
     global FIT_DEV
     FIT_DEV = args.trap_dev_tune
@@ -444,7 +454,8 @@ def main() -> int:
         else:
             model = trap_dev_tune(model, tok, args)
             torch.save(model.state_dict(), tuned)
-    semeval_eval(model, tok, args.max_len)
+    if not args.no_semeval:
+        semeval_eval(model, tok, args.max_len)
 
     print("\ncontradiction score = max over premises x answer windows (rule and windows chosen on dev)")
     results: list[tuple[float, str, dict[str, dict[str, float]]]] = []
