@@ -238,7 +238,7 @@ def trap_dev_tune(model: CrossEncoder, tok, args: argparse.Namespace) -> CrossEn
         ]
         for c in bank.get(qid).contradictions:
             examples += [(c.claim, a.strong, "incorrect"), (c.claim, a.partial, "incorrect")]
-    rng = random.Random(1)
+    rng = random.Random(1 + args.seed)
     replay = [r for r in semeval_rows() if semeval_split(r["question_id"]) == "train"]
     rng.shuffle(replay)
     examples += [(rng.choice(references(r)), r["answer"], r["label"]) for r in replay[: args.replay]]
@@ -370,13 +370,13 @@ def report(name: str, scores: dict[str, dict[str, float]], threshold: float) -> 
         d = paired(scores, split)
         n = len(d["wrong"])
         if not n:
-            print(f"{name:<28}{split:<9} no answers")
+            print(f"{name:<36}{split:<9} no answers")
             continue
         flag_w = np.mean([w >= threshold for w in d["wrong"]])
         flag_s = np.mean([s >= threshold for s in d["strong"]])
         flag_p = np.mean([s >= threshold for s in d["partial"]])
         print(
-            f"{name:<28}{split:<9}{n:>4}  AUC w>s {auc(d['wrong'], d['strong']):.2f}  w>p "
+            f"{name:<36}{split:<9}{n:>4}  AUC w>s {auc(d['wrong'], d['strong']):.2f}  w>p "
             f"{auc(d['wrong'], d['partial']):.2f}  flagged wrong {flag_w:.0%} strong {flag_s:.0%} "
             f"partial {flag_p:.0%}",
             flush=True,
@@ -425,6 +425,7 @@ def main() -> int:
     ap.add_argument("--trap-dev-tune", action="store_true", help="then fine-tune on half of the dev traps")
     ap.add_argument("--tune-epochs", type=int, default=2)
     ap.add_argument("--replay", type=int, default=320, help="SemEval answers mixed into the fine-tuning")
+    ap.add_argument("--seed", type=int, default=0, help="seed of the dev-trap fine-tuning")
     ap.add_argument("--no-semeval", action="store_true", help="skip the SemEval held-out figure (re-reports)")
     args = ap.parse_args()
     global FIT_DEV
@@ -446,7 +447,8 @@ def main() -> int:
         torch.save(model.state_dict(), ckpt)
         print(f"trained in {time.perf_counter() - t0:.0f} s -> {ckpt}", flush=True)
     if args.trap_dev_tune:
-        tag += f"-tuned{args.tune_epochs}-r{args.replay}"
+        tag += f"-tuned{args.tune_epochs}-r{args.replay}" + (f"-s{args.seed}" if args.seed else "")
+        torch.manual_seed(args.seed)
         tuned = args.work / f"crossencoder-{tag}.pt"
         if tuned.exists():
             model.load_state_dict(torch.load(tuned))
