@@ -448,7 +448,8 @@ def main() -> int:
         print(f"trained in {time.perf_counter() - t0:.0f} s -> {ckpt}", flush=True)
     if args.trap_dev_tune:
         tag += f"-tuned{args.tune_epochs}-r{args.replay}" + (f"-s{args.seed}" if args.seed else "")
-        torch.manual_seed(args.seed)
+        if args.seed:  # seed 0 keeps the generator as the base run left it, so its figures reproduce
+            torch.manual_seed(args.seed)
         tuned = args.work / f"crossencoder-{tag}.pt"
         if tuned.exists():
             model.load_state_dict(torch.load(tuned))
