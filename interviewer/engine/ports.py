@@ -129,3 +129,6 @@ class Ports:
     # Reads each answer before the follow-up (challenge, hint, redirect, clarify, go deeper); None: the two
     # authored whys, whatever was said.
     listener: listen.Listener | None = None
+    # The model port the rubric's reading probes run on while the candidate answers (its background slot; it
+    # yields to live replies). The listener uses a reading only when it is ready at Send. None: no probe readings.
+    reader: Any | None = None
