@@ -402,6 +402,8 @@ class Listener:
 
 # -- what the reading probes found ---------------------------------------------------------------
 
+SAME_CLAIM = 0.75  # share of a finding's claim words in one of the rubric's wrong claims: the same claim
+_ASK_WORDS = stems("what which how does the candidate say says give gives compute computes name names")
 CHALLENGE_ASK = "How sure are you of that? Walk me through how you would check it."  # reveals nothing
 
 
@@ -493,14 +495,15 @@ def _wrong_claim(q: Question, r: PointRead) -> tuple[str, str | None, str, str] 
     the probe read when there is one (its authored challenge), else a challenge that names no answer."""
     probe = _probe(q, r.point, r.ask)
     said = str(r.read) if r.read is not None else ""
-    want = stems(said)
+    # The claim as the probe puts it: what it read, in the terms of its question ("batching does to throughput").
+    want = stems(said) | (stems(probe.ask if probe is not None else r.ask) - _ASK_WORDS)
     best, best_share = None, 0.0
     for c in q.contradictions:
         have = stems(" ".join([c.claim, *c.any_of]))
         share = len(want & have) / len(want) if want else 0.0
         if share > best_share:
             best, best_share = c, share
-    if best is not None and best_share >= 0.6:
+    if best is not None and best_share >= SAME_CLAIM:
         return best.name, best.criterion, best.claim, best.challenge
     ask = probe.ask if probe is not None else r.ask
     return f"reading:{r.point}", None, f"{ask} {said}".strip(), CHALLENGE_ASK
@@ -523,7 +526,7 @@ def _contradicted(q: Question, level: int, findings: Findings, answer: str) -> t
         if probe is not None and probe.kind == "option" and probe.true:
             said = stems(r.quote)
             wrong, true = stems(str(r.read or "")), stems(probe.true)
-            if true and wrong and len(true & said) / len(true) > len(wrong & said) / len(wrong):
+            if true and wrong and len(true & said) / len(true) >= len(wrong & said) / len(wrong):
                 continue
         got = _wrong_claim(q, r)
         if got is None:
