@@ -144,14 +144,8 @@ def with_readings(path: Path, bank, traps, listener: Listener, verbose: bool) ->
             if kind == "wrong" and asserts_authored(q, listener, text, t.answers.wrong.claim):
                 authored[mode]["n"] += 1
                 authored[mode]["challenged"] += out == "challenged"
-            if (
-                verbose
-                and mode == "with readings"
-                and (
-                    (kind == "wrong") != (out == "challenged")
-                    or (kind == "off_topic") != (out == "redirected")
-                )
-            ):
+            wanted = {"wrong": "challenged", "off_topic": "redirected"}.get(kind, "other")
+            if verbose and mode == "with readings" and out != wanted:
                 print(
                     f"  {qid} {kind}: {plan.move} ({reading.kind}: {reading.reason}) {plan.text or ''}"[:300]
                 )
