@@ -182,7 +182,8 @@ def with_readings(path: Path, bank, traps, listener: Listener, verbose: bool) ->
         print(
             f"a stated why-1 target re-asked (strong + partial): "
             f"{pct(table['strong']['stated why re-asked'] + table['partial']['stated why re-asked'], n['strong'] + n['partial'])}"
-            f"; strong answers whose why-1 target the readings find stated: {table['strong']['why1 stated']} (<= 5%)"
+            f" (target <= 5%); strong answers whose why-1 target the readings find stated: "
+            f"{table['strong']['why1 stated']}"
         )
         print(f"right next move: {pct(right, sum(n.values()))} (target >= 80%)")
     return 0
