@@ -30,12 +30,13 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 import json  # noqa: E402
+from typing import Any  # noqa: E402
 
-from interviewer.content import load_bank  # noqa: E402
+from interviewer.content import Bank, load_bank  # noqa: E402
 from interviewer.content.models import Question  # noqa: E402
 from interviewer.listen import WELL, Done, Findings, Listener, choose, heed, stems  # noqa: E402
 from interviewer.scoring.scorer import RubricScorer  # noqa: E402
-from tests.support.traps import load_traps, question_split  # noqa: E402
+from tests.support.traps import TrapFile, load_traps, question_split  # noqa: E402
 
 
 def main() -> int:
@@ -101,14 +102,18 @@ def asserts_authored(q: Question, listener: Listener, text: str, claim: str) -> 
     return False
 
 
-def with_readings(path: Path, bank, traps, listener: Listener, verbose: bool) -> int:  # type: ignore[no-untyped-def]
-    rows: dict[tuple[str, str], dict] = {}
+def with_readings(
+    path: Path, bank: Bank, traps: dict[str, TrapFile], listener: Listener, verbose: bool
+) -> int:
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
     for line in path.read_text(encoding="utf-8").splitlines():
         if line.strip():
             r = json.loads(line)
             rows[(r["question"], r["kind"])] = r  # the last line for an answer wins (a newer reader)
-    counts = {mode: {k: Counter() for k in LABELS} for mode in ("with readings", "without")}
-    authored = {mode: Counter() for mode in counts}
+    counts: dict[str, dict[str, Counter[str]]] = {
+        mode: {k: Counter() for k in LABELS} for mode in ("with readings", "without")
+    }
+    authored: dict[str, Counter[str]] = {mode: Counter() for mode in counts}
     questions: set[str] = set()
     stale = 0
     for (qid, kind), row in sorted(rows.items()):
