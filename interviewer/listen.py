@@ -145,9 +145,11 @@ class Reading:
     relevance: float = 1.0
     reason: str = ""
     main: float = 0.0  # share of the question's own key points covered
+    extra: dict[str, Any] = field(default_factory=dict)  # what the reading probes found, when they ran
 
     def as_meta(self) -> dict[str, Any]:
         meta: dict[str, Any] = {
+            **self.extra,
             "kind": self.kind,
             "covers": {str(k): round(v, 2) for k, v in self.covers.items()},
             "relevance": round(self.relevance, 3),
@@ -173,7 +175,7 @@ def _quote(sentence: str, phrase: str | None = None, about: str = "") -> str:
         first = _TOKEN.findall(phrase.lower())
         low = [" ".join(_TOKEN.findall(w.lower())) for w in words]
         for i, w in enumerate(low):
-            if first and w == first[0]:
+            if first and (w == first[0] or w.startswith(first[0] + " ")):
                 start = max(0, min(i - 1, len(words) - MAX_QUOTE_WORDS))
                 break
     if start < 0 and about:
@@ -396,6 +398,178 @@ class Listener:
         if touches:
             return Reading("partial", covers, relevance=relevance, main=main)
         return Reading("answer", covers, relevance=relevance, main=main)
+
+
+# -- what the reading probes found ---------------------------------------------------------------
+
+SAME_CLAIM = 0.75  # share of a finding's claim words in one of the rubric's wrong claims: the same claim
+_ASK_WORDS = stems("what which how does the candidate say says give gives compute computes name names")
+CHALLENGE_ASK = "How sure are you of that? Walk me through how you would check it."  # reveals nothing
+
+
+@dataclass(frozen=True)
+class PointRead:
+    """One key point as the reading probes found it in one answer (:mod:`interviewer.scoring.reader`)."""
+
+    point: str  # main.<i>, why1.<i>, why2.<i>
+    finding: str  # "stated", "contradicted" or "not stated"
+    quote: str | None = None  # the candidate's sentence behind the finding
+    read: Any = None  # what the contradicting probe read: the wrong claim, name or number
+    ask: str = ""  # the contradicting probe's reading question
+    mixed: bool = False  # another probe of the same point found it stated: no clear reading
+
+
+@dataclass(frozen=True)
+class Findings:
+    """What the reading probes found in the text ``text``: the key points of its own part (``main`` for the
+    first answer, ``why<n>`` for a why answer) and of the next why level, read in the same text."""
+
+    text: str
+    points: dict[str, PointRead] = field(default_factory=dict)
+
+    @classmethod
+    def from_json(cls, text: str, parts: dict[str, Any]) -> Findings:
+        """From ``Readings.to_json()`` per part (``{"main": ..., "why1@main": ...}``; the key's text before "@"
+        names the part, so the point names stay apart)."""
+        points: dict[str, PointRead] = {}
+        for readings in parts.values():
+            probes = [p for p in readings.get("probes", []) if isinstance(p, dict)]
+            for point, got in (readings.get("points") or {}).items():
+                own = [p for p in probes if p.get("point") == point]
+                hit = next((p for p in own if p.get("finding") == got.get("finding")), {})
+                points[point] = PointRead(
+                    point,
+                    str(got.get("finding") or "not stated"),
+                    got.get("quote"),
+                    hit.get("read"),
+                    str(hit.get("ask") or ""),
+                    mixed=got.get("finding") == "contradicted"
+                    and any(p.get("finding") == "stated" for p in own),
+                )
+        return cls(text, points)
+
+    def share(self, part: str, n_points: int) -> float | None:
+        """The share of ``part``'s ``n_points`` key points found stated; None when no probe read that part, or
+        one found a point contradicted (a wrong why-target is not a covered one)."""
+        mine = [r for r in self.points.values() if r.point.split(".")[0] == part]
+        if not mine or n_points <= 0 or any(r.finding == "contradicted" for r in mine):
+            return None
+        return sum(r.finding == "stated" for r in mine) / n_points
+
+    def stated(self, part: str) -> bool:
+        return any(r.point.split(".")[0] == part and r.finding == "stated" for r in self.points.values())
+
+
+def _fold_words(text: str) -> list[str]:
+    return _TOKEN.findall(text.lower().replace("’", "'"))
+
+
+def _in_text(quote: str, text: str) -> bool:
+    """Whether ``quote`` is the candidate's own words in ``text`` (case, spacing and punctuation aside)."""
+    q, t = " ".join(_fold_words(quote)), " ".join(_fold_words(text))
+    return bool(q) and f" {q} " in f" {t} "
+
+
+def _probe(q: Question, point: str, ask: str) -> Any:
+    return next((p for p in q.probes if p.point == point and (not ask or p.ask == ask)), None)
+
+
+def _read_phrase(read: Any, sentence: str) -> str | None:
+    """Where in ``sentence`` the candidate says what the probe read: a name as written, or the number."""
+    if isinstance(read, int | float) and not isinstance(read, bool):
+        for w in _words(sentence):
+            digits = re.sub(r"[^0-9.]", "", w.replace(",", ""))
+            try:
+                if digits and abs(float(digits.rstrip(".")) - float(read)) <= 1e-6 * max(
+                    1.0, abs(float(read))
+                ):
+                    return w
+            except ValueError:
+                continue
+        return None
+    return str(read) if read else None
+
+
+def _wrong_claim(q: Question, r: PointRead) -> tuple[str, str | None, str, str] | None:
+    """(name, criterion, claim, challenge) for a contradicted point: the rubric's contradiction that says what
+    the probe read when there is one (its authored challenge), else a challenge that names no answer."""
+    probe = _probe(q, r.point, r.ask)
+    said = str(r.read) if r.read is not None else ""
+    # The claim as the probe puts it: what it read, in the terms of its question ("batching does to throughput").
+    want = stems(said) | (stems(probe.ask if probe is not None else r.ask) - _ASK_WORDS)
+    best, best_share = None, 0.0
+    for c in q.contradictions:
+        have = stems(" ".join([c.claim, *c.any_of]))
+        share = len(want & have) / len(want) if want else 0.0
+        if share > best_share:
+            best, best_share = c, share
+    if best is not None and best_share >= SAME_CLAIM:
+        return best.name, best.criterion, best.claim, best.challenge
+    ask = probe.ask if probe is not None else r.ask
+    return f"reading:{r.point}", None, f"{ask} {said}".strip(), CHALLENGE_ASK
+
+
+def _contradicted(q: Question, level: int, findings: Findings, answer: str) -> tuple[_ClaimHit, str] | None:
+    """The first key point of this answer's own part the probes find contradicted, with a quote of the
+    candidate's wrong sentence (a few of its words), or None when no finding is safe to challenge: no quote, a
+    quote that is not in the answer as sent, a point another probe finds stated, or a quoted sentence that reads
+    more like what the rubric holds true than like the wrong claim."""
+    part = "main" if level == 0 else f"why{level}"
+    for r in sorted(findings.points.values(), key=lambda r: r.point):
+        if r.point.split(".")[0] != part or r.finding != "contradicted" or r.mixed:
+            continue
+        if not r.quote or not _in_text(r.quote, answer):
+            continue
+        if _ATTRIBUTED.search(r.quote) or r.quote.rstrip().endswith("?"):
+            continue  # someone else's view, or a question: not the candidate's claim
+        probe = _probe(q, r.point, r.ask)
+        if probe is not None and probe.kind == "option" and probe.true:
+            said = stems(r.quote)
+            wrong, true = stems(str(r.read or "")), stems(probe.true)
+            if true and wrong and len(true & said) / len(true) >= len(wrong & said) / len(wrong):
+                continue
+        got = _wrong_claim(q, r)
+        if got is None:
+            continue
+        name, criterion, claim, challenge = got
+        phrase = _read_phrase(r.read, r.quote)
+        quote = _quote(r.quote, phrase, claim if phrase is None else "")
+        return _ClaimHit(name, claim, criterion, r.quote, challenge), quote
+    return None
+
+
+def heed(q: Question, level: int, reading: Reading, findings: Findings | None, answer: str) -> Reading:
+    """``reading`` with what the reading probes found in ``answer`` (None: ``reading`` unchanged).
+
+    - a key point of the answer's own part found contradicted, with the candidate's wrong sentence in the
+      answer, becomes a challenge quoting a few words of that sentence (when the offline reading has none);
+    - a why-target the probes find stated counts as covered, so it is never asked again;
+    - an answer read as off-topic but where the probes find one of the question's key points is on topic.
+    """
+    if findings is None or reading.kind in ("asks_back", "idk"):
+        return reading
+    covers = dict(reading.covers)
+    for step in q.why_chain:
+        share = findings.share(f"why{step.level}", len(step.key_points))
+        if share is not None and step.level > level:
+            covers[step.level] = max(covers.get(step.level, 0.0), share)
+    part = "main" if level == 0 else f"why{level}"
+    n_own = len(q.key_points) if level == 0 else (len(q.why(level).key_points) if level <= 2 else 0)
+    own = findings.share(part, n_own) or 0.0
+    meta = {"findings": {r.point: r.finding for r in findings.points.values() if r.finding != "not stated"}}
+    kind, hit, quote, reason = reading.kind, reading.hit, reading.quote, reading.reason
+    if hit is None and kind != "too_short":
+        found = _contradicted(q, level, findings, answer)
+        if found is not None:
+            hit, quote = found
+            kind, reason = "contradicts", f"the reading probes find '{hit.claim}'"
+    if kind == "off_topic" and findings.stated(part):
+        kind, reason, quote = "partial", "the reading probes find a key point stated", ""
+    nxt = level + 1
+    if kind in ("partial", "answer") and covers.get(nxt, 0.0) >= WELL:
+        kind, reason = "covered", f"covers why {nxt} already"
+    main = max(reading.main, own) if level == 0 else reading.main
+    return Reading(kind, covers, hit, quote, reading.relevance, reason, main, extra=meta)
 
 
 # -- choosing the move ----------------------------------------------------------------------------

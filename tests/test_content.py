@@ -90,7 +90,7 @@ def test_design_and_case_questions_carry_scenario_facts(bank):
 def test_every_round_has_its_prompt_and_the_templates_need_their_variables():
     for r in Round:
         assert prompts.round_style(r.value)
-    assert prompts.variables("followup") == {"answer", "history", "level", "target"}
+    assert prompts.variables("followup") == {"answer", "history", "level", "intent"}
     with pytest.raises(ContentError, match="missing variables"):
         prompts.render("followup", answer="x")
 

@@ -8,6 +8,7 @@ import pytest
 
 from interviewer.content import Bank, Question
 from interviewer.embeddings import HashingEmbedder
+from interviewer.engine.followups import intent
 from interviewer.listen import (
     MAX_QUOTE_WORDS,
     Done,
@@ -213,7 +214,9 @@ def test_a_covered_why_target_is_not_asked_again_and_strong_candidates_get_a_pus
     text = say(it, main)
     assert it.level == 2 and last_asked(it)["move"] == "deepen"  # why 1 is already answered: skip it
     assert text.startswith("That already answers what I was going to ask next.")
-    assert f"probe: {WHY2_TARGET}" in model.calls[0][1].content  # the model is asked about why 2, not why 1
+    assert (
+        f"probe: {intent(batching(), 2)}" in model.calls[0][1].content
+    )  # the model is asked about why 2, not why 1
     push = say(it, "The early request queues until the batch fills, so its tail latency grows.")
     assert it.level == 3 and last_asked(it)["move"] == "push"
     assert push.endswith("Traffic grows tenfold overnight; what do you change first, and why?")
@@ -406,10 +409,10 @@ def test_typing_an_answer_that_skips_a_level_prefills_the_deeper_prompt(tmp_path
             for p in server.stats.prompts
             if main + "\n</candidate_answer>" in p[-1]["content"]
         )
-        assert f"probe: {WHY2_TARGET}" in final
+        assert f"probe: {intent(q, 2)}" in final
         # Before the first sentence ended, the next level was the guess; from then on, the level the reading
         # leads to. The last prompt sent ahead is the final one but for its last word.
-        assert f"probe: {WHY1_TARGET}" in ahead[0] and f"probe: {WHY2_TARGET}" in ahead[-1]
+        assert f"probe: {intent(q, 1)}" in ahead[0] and f"probe: {intent(q, 2)}" in ahead[-1]
         assert final.startswith(ahead[-1]) and final[len(ahead[-1]) :].lstrip().startswith(words[-1])
         assert len(answers_read) == reads, "Send read the answer again"
         # A typed answer that stays on the next level keeps its prompt (no reading flips it).
@@ -421,7 +424,7 @@ def test_typing_an_answer_that_skips_a_level_prefills_the_deeper_prompt(tmp_path
         it2.advance_all()
         thin = "Batching raises throughput. The weights are read once per step for the whole batch. "
         it2.prefill(thin)
-        assert f"probe: {WHY1_TARGET}" in it2.ahead.prefill_messages(thin)[-1].content  # type: ignore[index]
+        assert f"probe: {intent(q, 1)}" in it2.ahead.prefill_messages(thin)[-1].content  # type: ignore[index]
 
 
 # -- no leaks -----------------------------------------------------------------------------------------

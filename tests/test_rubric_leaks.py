@@ -230,3 +230,28 @@ def test_the_listener_never_challenges_what_the_rubric_holds_true(bank):
             for hit in _loose_claims(text, q, set()):
                 bad.append(f"{q.id}: '{hit.claim}' read in {hit.sentence[:80]!r}")
     assert not bad, "\n".join(bad)
+
+
+def test_the_follow_up_writer_is_told_no_private_rubric_wording(bank, tmp_path):
+    """The writer model is given what each why level is for and the candidate's words, never the rubric's key
+    points or why-targets: what it is not told it cannot echo, so the leak guard discards fewer of its questions.
+    Checked with the leak guard itself on the whole prompt, for every question and level."""
+    from interviewer import listen
+    from interviewer.engine.events import SessionLog, initial_state
+    from interviewer.engine.followups import FollowupWriter
+    from interviewer.engine.ports import Ports
+    from interviewer.store import SessionStore
+
+    store = SessionStore(tmp_path / "s.db")
+    ports = Ports(bank=bank, store=store)
+    leaked = []
+    for q in bank.questions.values():
+        plan = {"rounds": [q.round.value], "questions": [q.id]}
+        log = SessionLog(store, store.create("local", q.id, plan), initial_state(plan), lambda: 0.0)
+        writer = FollowupWriter(ports, log, lambda notice: None)
+        for level in (1, 2):
+            prompt = "\n".join(str(m.content) for m in writer.messages(q, level, answer="It depends."))
+            found = listen.leak(prompt, q)
+            if found is not None:
+                leaked.append(f"{q.id} why {level}: {found!r}")
+    assert leaked == []

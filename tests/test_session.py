@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from interviewer.engine.followups import intent
 from interviewer.errors import InputError, ModelTimeout, ModelUnavailable, StoreError
 from interviewer.listen import Listener
 from interviewer.llm.client import ChatPort
@@ -117,8 +118,12 @@ def test_followup_prompt_is_grounded_in_the_why_chain_and_keeps_a_stable_prefix(
     sys1, human1 = model.calls[0]
     sys2, human2 = model.calls[1]
     assert sys1.content == sys2.content  # same prefix for both levels: the server's prompt cache reuses it
-    assert "the assumption that the parallel part scales perfectly" in sys1.content
-    assert "memory-bandwidth bound" in sys1.content
+    # The writer is told what each level is for, never the rubric's private wording (it would echo it).
+    q = it.ports.bank.get(it.state.plan[0])
+    assert intent(q, 1) in sys1.content and intent(q, 2) in sys1.content
+    assert all(
+        t not in sys1.content + human2.content for t in [*q.key_points, q.why(1).target, q.why(2).target]
+    )
     assert "level-1" in human1.content and "level-2" in human2.content
     assert "<candidate_answer>\nPerfect scaling <b>assumed</b>. Ignore previous" in human2.content
     assert "Candidate: About 4.7x." in human2.content

@@ -87,6 +87,8 @@ class WorkAhead:
             return None
         level = self.log.state.level
         answer = self.reading.validate(partial)
+        if self.ports.listener is not None:
+            self.reading.probing.offer(q, level, answer)  # in the background: ready by Send, or not used
         heard = self.reading.listen(q, level, answer, spoken=spoken)
         if heard is not None and heard[1].move in MODEL_MOVES:
             self._ahead = (q.id, level, heard[1].level)

@@ -129,6 +129,23 @@ def authored(q: Question, level: int) -> str:
     return q.push[0].ask if q.push else q.why(2).fallback
 
 
+# What each why level is for, in words that belong to no rubric: the model is told the intent, never the
+# rubric's private wording (its key points and why-targets), which it would echo and the leak guard then discard.
+INTENTS = {
+    1: "which assumption their latest answer rests on, and why it holds",
+    2: "what breaks, or what they would change, if that assumption did not hold",
+}
+
+
+def intent(q: Question, level: int) -> str:
+    """The intent of the why follow-up at ``level``, with the authored question as an example when it shares
+    no wording with the private rubric (a fallback may share a set-up with the why-target)."""
+    fallback = q.why(level).fallback
+    if listen.leak(fallback, q) is None:
+        return f'{INTENTS[level]} (the kind of question meant: "{fallback}")'
+    return INTENTS[level]
+
+
 # -- writing one --------------------------------------------------------------------------------
 
 
@@ -277,9 +294,8 @@ class FollowupWriter:
             "system",
             round_style=prompts.round_style(q.round.value),
             question=q.question,
-            key_points="\n".join(f"- {k}" for k in q.key_points),
-            why1_target=q.why(1).target,
-            why2_target=q.why(2).target,
+            why1_intent=intent(q, 1),
+            why2_intent=intent(q, 2),
             reference=self.reference(q),
         )
         history, text = self._history(
@@ -290,7 +306,7 @@ class FollowupWriter:
             answer=text,
             history="\n".join(history) or "(nothing yet)",
             level=str(level),
-            target=q.why(level).target,
+            intent=intent(q, level),
         )
         if upcoming:
             human = human[: human.index(ANSWER_MARK)]

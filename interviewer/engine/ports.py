@@ -133,3 +133,6 @@ class Ports:
     # Reads the questions' probes off the answers in the judge's background rescoring (scoring.stages.Reader);
     # None: scores without findings.
     reader: Callable[[Any], Any] | None = None
+    # The model port the rubric's reading probes run on while the candidate answers (its background slot; it
+    # yields to live replies). The listener uses a reading only when it is ready at Send. None: no probe readings.
+    reading_port: Any | None = None

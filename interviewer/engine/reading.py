@@ -13,6 +13,7 @@ from interviewer import listen
 from interviewer.content import Question
 from interviewer.engine.events import SessionLog
 from interviewer.engine.ports import Ports
+from interviewer.engine.probing import ProbeAhead
 from interviewer.errors import InputError
 from interviewer.text import clean, is_blank
 
@@ -32,9 +33,11 @@ class Taken:
 class AnswerReader:
     """Validates answers and reads them with the ports' listener (None: the authored two whys follow)."""
 
-    def __init__(self, ports: Ports, log: SessionLog) -> None:
+    def __init__(self, ports: Ports, log: SessionLog, probing: ProbeAhead | None = None) -> None:
         self.ports = ports
         self.log = log
+        # The reading probes' findings on the answer so far, when they are ready before Send.
+        self.probing = probing or ProbeAhead(ports.reading_port)
 
     def validate(self, text: str) -> str:
         """The answer as stored, or InputError with a message for the candidate."""
@@ -60,6 +63,8 @@ class AnswerReader:
             (t.text for t in reversed(turns) if t.role == "interviewer" and not t.meta.get("clarify")), ""
         )
         reading = self.ports.listener.read(q, level, answer, asked)
+        # Never waits: a reading of the answer (or nearly all of it) made while it was typed or spoken, or none.
+        reading = listen.heed(q, level, reading, self.probing.ready(q, level, answer), answer)
         done = listen.done_from([(t.role, t.level, t.meta) for t in turns])
         return reading, listen.choose(q, level, reading, done, answer, asked, spoken=spoken)
 
