@@ -326,6 +326,8 @@ class Runtime:
             judge=self.judge(model),
             reader=self.reader(model),
             listener=self.listener(),  # reads each answer offline before the follow-up (no model call)
+            # the probes read while the candidate answers, on the background server or slot
+            reading_port=self.background(model) if model is not None and self.settings.listen else None,
             answer_seconds=self.settings.answer_seconds,
             max_answer_chars=self.settings.max_answer_chars,
             owner=owner,
