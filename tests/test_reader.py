@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import re
 import statistics
 import threading
@@ -69,10 +70,14 @@ class Reader(BaseChatModel):
     """
 
     answer: Callable[[str, list[str]], Any] = lambda q, opts: NOT_STATED
+    # per claim, its probability as the first token of a letter reply (a server that sends logprobs); None: the
+    # server sends no probabilities and replies the letter ``answer`` picks
+    probs: Callable[[str, list[str]], dict[str, float]] | None = None
     reject_schema: bool = False
     wrap_in_fence: bool = False
     _requests: list[dict[str, Any]] = PrivateAttr(default_factory=list)
     _warm: list[str] = PrivateAttr(default_factory=list)
+    _logprobs: list[dict[str, Any]] = PrivateAttr(default_factory=list)
 
     @property
     def _llm_type(self) -> str:
@@ -83,6 +88,21 @@ class Reader(BaseChatModel):
         self._requests.append({"prompt": prompt, **kwargs})
         if self.reject_schema and "response_format" in kwargs:
             raise ValueError("HTTP 400: response_format is not supported")
+        if prompt.endswith(
+            "OUTPUT: the letter alone"
+        ):  # one letter, with its probabilities if the server has them
+            tail = prompt.split("READING QUESTION\n", 1)[1]
+            lettered = dict(re.findall(r"^([A-Z])\) (.+)$", tail, re.M))
+            letter_of = {claim: letter for letter, claim in lettered.items()}
+            if self.probs is not None and kwargs.get("logprobs"):
+                probs = self.probs(tail, [c for c in lettered.values() if c != NOT_STATED])
+                tops = [{"token": letter_of[c], "logprob": math.log(v)} for c, v in probs.items() if v > 0]
+                tops.append({"token": "The", "logprob": math.log(0.5)})  # likelier than any letter, not one
+                tops.sort(key=lambda t: -t["logprob"])
+                self._logprobs = [{**tops[0], "top_logprobs": tops}]
+                return str(tops[0]["token"])
+            _, value = self._one(tail)
+            return str(value)
         if "READING QUESTIONS" in prompt:  # joint: one field per numbered asking
             blocks = re.split(r"(?m)^q(\d+)\. ", prompt.split("READING QUESTIONS", 1)[1])[1:]
             fields = {
@@ -127,9 +147,11 @@ class Reader(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
+        self._logprobs = []
         text = self._reply(messages, kwargs)
         for i in range(0, len(text), 5):
-            yield ChatGenerationChunk(message=AIMessageChunk(content=text[i : i + 5]))
+            meta = {"logprobs": {"content": self._logprobs}} if self._logprobs and i == 0 else {}
+            yield ChatGenerationChunk(message=AIMessageChunk(content=text[i : i + 5], response_metadata=meta))
 
 
 def _first_option(q: str, options: list[str]) -> str | None:
@@ -167,7 +189,7 @@ def test_the_second_asking_moves_every_option_and_the_schema_lists_them_as_an_en
 def test_letters_name_the_claims_and_still_need_both_orders_to_agree() -> None:
     answer = "Decode is bound by memory bandwidth."
     model = Reader(answer=lambda q, o: "decode")
-    found = read_answer(model, QUESTION, answer, [PHASE], mode="each", letters=True)
+    found = read_answer(model, QUESTION, answer, [PHASE], mode="each", letters=True, logprobs=False)
     assert found.probes[0].finding == "stated" and found.probes[0].replies == ("decode", "decode")
     first, second = model._requests
     assert first["response_format"]["json_schema"]["schema"]["properties"]["claim"]["enum"] == [
@@ -181,7 +203,9 @@ def test_letters_name_the_claims_and_still_need_both_orders_to_agree() -> None:
         and "C) decode" in second["prompt"]
         and "D) not stated" in second["prompt"]
     )
-    biased = read_answer(Reader(answer=_first_option), QUESTION, answer, [PHASE], mode="each", letters=True)
+    biased = read_answer(
+        Reader(answer=_first_option), QUESTION, answer, [PHASE], mode="each", letters=True, logprobs=False
+    )
     assert biased.probes[0].finding == NOT_STATED
 
 
