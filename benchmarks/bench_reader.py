@@ -138,6 +138,7 @@ def main() -> int:
     )
     ap.add_argument("--combine", choices=["agree", "mean"], default=None, help="how the orders decide")
     ap.add_argument("--orders", type=int, default=None, help="orders an option probe is asked in")
+    ap.add_argument("--focus", type=int, default=None, help="sentences repeated next to an option's claims")
     ap.add_argument(
         "--base-url",
         default=None,
@@ -178,6 +179,7 @@ def main() -> int:
                 **({"logprobs": False} if args.no_logprobs else {}),
                 **({"combine": args.combine} if args.combine else {}),
                 **({"orders": args.orders} if args.orders else {}),
+                **({"focus": args.focus} if args.focus is not None else {}),
                 on_answer=lambda it, a, r: print(
                     f"  {it.question_id} [{a.kind}] {r.cost.seconds:.1f} s, {r.cost.calls} requests + "
                     f"{r.cost.warm_calls} pieces, {r.cost.prompt_tokens - r.cost.cached_tokens} new prompt tokens, "

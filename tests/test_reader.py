@@ -26,6 +26,7 @@ from interviewer.scoring.reader import (
     NOT_STATED,
     PIECE_WORDS,
     ReadingCancelled,
+    letter_probs,
     read_answer,
     rotated,
     spoken_to_digits,
@@ -653,3 +654,83 @@ def test_read_question_reads_each_part_and_gives_the_scorer_verdicts_per_key_poi
     assert {v.key_point for v in given} == {question.key_points[i] for i in (1, 2, 3)}
     assert all(v.method == "reading-probes" and v.confidence == 0.8 and v.verdict == "stated" for v in given)
     assert all(v.quote and v.quote in strong.text for v in given)
+
+
+# -- option askings read as probabilities over the letters (logprobs) ----------------------------------------
+
+
+def _leaning(weights: dict[str, float]) -> Callable[[str, list[str]], dict[str, float]]:
+    """Claim probabilities from fixed weights per claim, whatever their order ("not stated" gets the rest)."""
+
+    def probs(tail: str, options: list[str]) -> dict[str, float]:
+        out = {c: weights.get(c, 0.0) for c in options}
+        out[NOT_STATED] = max(0.0, 1.0 - sum(out.values()))
+        return out
+
+    return probs
+
+
+def test_logprobs_pick_the_most_probable_allowed_letter_from_one_generated_token() -> None:
+    answer = "Decode reads every weight per token, so decode is bound by memory bandwidth."
+    model = Reader(probs=_leaning({"decode": 0.5, "prefill": 0.2, "both phases": 0.1}))
+    found = read_answer(model, QUESTION, answer, [PHASE], mode="each")
+    probe = found.probes[0]
+    # "The" is likelier than any letter in the fake's reply; only the letters count, renormalised.
+    assert probe.finding == "stated" and probe.replies == ("decode", "decode")
+    assert probe.probs[0] is not None and abs(sum(probe.probs[0].values()) - 1.0) < 1e-9
+    assert max(probe.probs[0], key=lambda c: probe.probs[0][c]) == "decode"  # type: ignore[index]
+    assert all(r["max_tokens"] == 1 and r["logprobs"] and "response_format" not in r for r in model._requests)
+    assert all(r["prompt"].endswith("OUTPUT: the letter alone") for r in model._requests)
+    assert found.cost.fallbacks == 0 and found.cost.completion_tokens == 0  # the fake reports no usage
+
+
+def test_letter_probs_add_up_a_letters_spellings_and_ignore_other_tokens() -> None:
+    tops = [
+        {"token": "The", "logprob": math.log(0.6)},
+        {"token": " B", "logprob": math.log(0.1)},
+        {"token": "A", "logprob": math.log(0.15)},
+        {"token": "B)", "logprob": math.log(0.1)},
+        {"token": "E", "logprob": math.log(0.05)},  # a letter with no claim behind it
+    ]
+    probs = letter_probs([{"token": "The", "logprob": math.log(0.6), "top_logprobs": tops}], ["A", "B", "C"])
+    assert probs is not None and max(probs, key=lambda k: probs[k]) == "B"
+    assert abs(probs["B"] - 0.2 / 0.35) < 1e-9 and probs["C"] == 0.0
+    assert letter_probs([], ["A", "B"]) is None
+    assert letter_probs([{"token": "The", "logprob": -0.1, "top_logprobs": tops[:1]}], ["A", "B"]) is None
+
+
+def test_an_option_whose_orders_disagree_is_not_stated_when_read_with_logprobs() -> None:
+    def third_letter(tail: str, options: list[str]) -> dict[str, float]:
+        # a reader that always leans to whatever claim sits at C: position, not content
+        return {c: (0.6 if i == 2 else 0.1) for i, c in enumerate([*options, NOT_STATED])}
+
+    answer = "Decode reads every weight per token, so decode is bound by memory bandwidth."
+    found = read_answer(Reader(probs=third_letter), QUESTION, answer, [PHASE], mode="each")
+    assert found.probes[0].finding == NOT_STATED and "disagree" in found.probes[0].why
+    assert found.probes[0].replies == ("both phases", "decode")
+
+
+def test_averaging_every_order_cancels_a_lean_towards_one_letter() -> None:
+    def biased(tail: str, options: list[str]) -> dict[str, float]:
+        # leans to the claim at C, but reads the text too: "prefill" is what the answer says
+        out = {c: 0.1 + (0.35 if i == 2 else 0.0) for i, c in enumerate([*options, NOT_STATED])}
+        out["prefill"] += 0.2
+        return out
+
+    text = "Prefill is the phase limited by memory bandwidth."
+    agree = read_answer(Reader(probs=biased), QUESTION, text, [PHASE], mode="each", orders=3)
+    assert agree.probes[0].finding == NOT_STATED  # the orders name different claims
+    mean = read_answer(Reader(probs=biased), QUESTION, text, [PHASE], mode="each", orders=3, combine="mean")
+    assert len(mean.probes[0].replies) == 3
+    assert mean.probes[0].finding == "contradicted" and mean.probes[0].read == "prefill"
+
+
+def test_a_server_without_logprobs_gets_letters_as_text_then_json() -> None:
+    answer = "Decode is bound by memory bandwidth."
+    model = Reader(answer=lambda q, o: "decode")  # replies the letter, sends no probabilities
+    found = read_answer(model, QUESTION, answer, [PHASE], mode="each")
+    assert found.probes[0].finding == "stated"
+    first, second = model._requests
+    assert first["logprobs"] and "response_format" not in first  # the one-token request, read from its text
+    assert "response_format" in second and "logprobs" not in second  # not asked for probabilities again
+    assert found.cost.fallbacks == 1
