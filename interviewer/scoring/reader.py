@@ -72,8 +72,10 @@ _SYSTEM = (
     "none.\n"
     "Reply exactly in the form the OUTPUT line asks for: one letter alone, or JSON only, matching the schema."
 )
-# Sentences of the answer repeated next to an option probe's claims (0: none).
+# Sentences of the answer repeated next to an option probe's claims (0: none), in answers longer than
+# FOCUS_MIN_SENTENCES: in a shorter one the claims sit close to every sentence already.
 FOCUS_SENTENCES = 2
+FOCUS_MIN_SENTENCES = 5
 # Alternatives per letter a server reports for an option reply's first token; ten cover the letters of a claim
 # list (at most six) with room for the spellings a tokenizer has of them (" A", "A)").
 TOP_LOGPROBS = 10
@@ -374,17 +376,22 @@ def _has(haystack: str, name: str) -> bool:
 
 
 def judge_name(probe: Probe, read: str | None, answer: str) -> tuple[Finding, str | None, str]:
-    """The finding for a name the reader copied: it must be in ``answer``, then match ``accept``/``reject``."""
+    """The finding for a name the reader copied: it must be in ``answer``, then match ``accept``/``reject``.
+
+    A reading that is no name the candidate wrote, or no name the rubric judges, is a failed copy: then the
+    rubric's own names decide, if the candidate asserts names of one side only (accepted or rejected).
+    A "not stated" reading stays not stated.
+    """
     if read is None or _fold(read) in {"", "not stated", "none", "null", "n a"}:
         return NOT_STATED, None, "no name read"
     if not mentions(answer, read):
-        return NOT_STATED, None, f"the candidate never wrote '{read}'"
+        return _named_in_text(probe, answer, f"the candidate never wrote '{read}'")
     accepted = [a for a in probe.accept if _has(read, a)]
     rejected = [r for r in probe.reject if _has(read, r)]
     if accepted and rejected:
         return NOT_STATED, None, f"'{read}' holds both an accepted and a rejected name"
     if not accepted and not rejected:
-        return NOT_STATED, None, f"'{read}' is neither an accepted nor a rejected name"
+        return _named_in_text(probe, answer, f"'{read}' is neither an accepted nor a rejected name")
     asserted = find_assertion(answer, read)
     sentence = (
         asserted.sentence if asserted else next((s for s in sentences(answer) if mentions(s, read)), None)
@@ -396,6 +403,17 @@ def judge_name(probe: Probe, read: str | None, answer: str) -> tuple[Finding, st
     if asserted:
         return "contradicted", sentence, f"'{read}' is a classic wrong answer ({rejected[0]})"
     return NOT_STATED, None, f"the candidate mentions '{read}' only to deny it"
+
+
+def _named_in_text(probe: Probe, answer: str, failed: str) -> tuple[Finding, str | None, str]:
+    """After a failed copy: the rubric's names the candidate asserts, when they are all on one side."""
+    accepted = [h for h in (find_assertion(answer, a) for a in probe.accept) if h]
+    rejected = [h for h in (find_assertion(answer, r) for r in probe.reject) if h]
+    if accepted and not rejected:
+        return "stated", accepted[0].sentence, f"{failed}; the candidate names '{accepted[0].phrase}'"
+    if rejected and not accepted:
+        return "contradicted", rejected[0].sentence, f"{failed}; the candidate names '{rejected[0].phrase}'"
+    return NOT_STATED, None, failed
 
 
 _STOP = set(
@@ -931,7 +949,7 @@ def read_answer(
             name, _ = _field(a)
             dist = None
             shown = None
-            if focus and a.probe.kind == "option":
+            if focus and a.probe.kind == "option" and len(sentences(answer_text)) >= FOCUS_MIN_SENTENCES:
                 safe = [
                     s.replace("<", "‹").replace(">", "›")
                     for s in focus_sentences(answer_text, a.probe, focus)
