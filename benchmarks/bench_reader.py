@@ -113,7 +113,7 @@ def live_delay(
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--model", default="qwen2.5-coder-1.5b")
-    ap.add_argument("--mode", choices=["each", "joint", "both"], default="joint")
+    ap.add_argument("--mode", choices=["each", "joint", "both"], default="each")
     ap.add_argument("--splits", default="dev,heldout")
     ap.add_argument("--limit", type=int, default=0, help="only the first N questions per split (0: all)")
     ap.add_argument("--live-trials", type=int, default=0)
@@ -136,7 +136,12 @@ def main() -> int:
         action="store_true",
         help="each mode: option askings reply in JSON instead of one letter read with its probabilities",
     )
-    ap.add_argument("--combine", choices=["agree", "mean"], default=None, help="how the orders decide")
+    ap.add_argument(
+        "--combine",
+        choices=["agree", "mean"],
+        default=None,
+        help="how the orders decide (default: the reader's)",
+    )
     ap.add_argument("--orders", type=int, default=None, help="orders an option probe is asked in")
     ap.add_argument("--focus", type=int, default=None, help="sentences repeated next to an option's claims")
     ap.add_argument(
@@ -145,6 +150,12 @@ def main() -> int:
         help="read with an embedded server that is already running at this URL (its slots: --slots)",
     )
     ap.add_argument("--slots", type=int, default=2, help="slots of the server at --base-url")
+    ap.add_argument(
+        "--skip-slots",
+        type=int,
+        default=0,
+        help="leave this many slots to other sessions (two benchmark runs side by side on one server)",
+    )
     args = ap.parse_args()
     print("uptime:", os.popen("uptime").read().strip())
     settings = Settings(timeout=900.0, embedded_model=args.model)
@@ -166,6 +177,8 @@ def main() -> int:
             stream_usage=True,
         )
         port = ChatPort(model=chat, name=server.model_name, base_url=base_url, warm_cache=True, slots=slots)
+        for i in range(args.skip_slots):
+            port.slot(f"elsewhere-{i}")
         modes = [] if args.no_eval else ["each", "joint"] if args.mode == "both" else [args.mode]
         for mode in modes:
             t0 = time.perf_counter()

@@ -226,7 +226,7 @@ def test_joint_mode_asks_every_probe_in_one_reply_with_a_field_each() -> None:
 
     model = ScriptedChatModel().queue(reply)
     text = "Decode is bandwidth-bound; the cache is 524,288 bytes per token; tiles sit in shared memory."
-    found = read_answer(model, QUESTION, text, [PHASE, PER_TOKEN, MEMORY])  # the default: joint, letters
+    found = read_answer(model, QUESTION, text, [PHASE, PER_TOKEN, MEMORY], mode="joint")  # letters
     assert len(model.calls) == 1
     assert [p.finding for p in found.probes] == ["stated", "stated", "stated"]
     assert found.probes[0].replies == ("decode", "decode")
@@ -590,17 +590,25 @@ def test_reader_requests_and_replies_on_the_embedded_server(tmp_path: Path) -> N
             "Decode is limited by memory bandwidth, because every weight is read once per token. Per token the "
             "KV cache takes 524,288 bytes. The tile is kept in shared memory while the keys stream past."
         )
-        readings = read_answer(port, QUESTION, answer, [PHASE, PER_TOKEN, MEMORY], piece_words=PIECE_WORDS)
-    cost = readings.cost
+        joint = read_answer(
+            port, QUESTION, answer, [PHASE, PER_TOKEN, MEMORY], mode="joint", piece_words=PIECE_WORDS
+        )
+        each = read_answer(port, QUESTION, answer, [PHASE, PER_TOKEN, MEMORY], mode="each")
+    cost = joint.cost
     # One reply with a field per asking (the option probe twice), schema-valid, without falling back.
     assert cost.calls == 1 and cost.invalid == 0 and cost.fallbacks == 0, cost
     assert cost.warm_calls >= 1  # the shared prompt was read ahead in pieces
     assert cost.cached_tokens > 0, cost  # the askings reused the cached prefix
-    option = readings.probes[0]
-    assert len(option.replies) == 2 and all(r in [*PHASE.options, NOT_STATED] for r in option.replies)
-    assert readings.probes[1].replies[0] is None or isinstance(readings.probes[1].replies[0], float)
-    assert {p.finding for p in readings.probes} <= {"stated", "contradicted", NOT_STATED}
-    assert set(readings.points) == {"main.0", "main.1", "main.2"}
+    # One request per asking; the option's two askings each generate one letter, read with its probabilities.
+    assert each.cost.calls == 4 and each.cost.fallbacks == 0 and each.cost.invalid == 0, each.cost
+    assert each.cost.cached_tokens > 0, each.cost
+    assert all(d is not None and abs(sum(d.values()) - 1.0) < 1e-6 for d in each.probes[0].probs)
+    for readings in (joint, each):
+        option = readings.probes[0]
+        assert len(option.replies) == 2 and all(r in [*PHASE.options, NOT_STATED] for r in option.replies)
+        assert readings.probes[1].replies[0] is None or isinstance(readings.probes[1].replies[0], float)
+        assert {p.finding for p in readings.probes} <= {"stated", "contradicted", NOT_STATED}
+        assert set(readings.points) == {"main.0", "main.1", "main.2"}
 
 
 def test_calibrate_reader_stores_the_configured_models_weight(
@@ -682,6 +690,9 @@ def test_logprobs_pick_the_most_probable_allowed_letter_from_one_generated_token
     assert all(r["max_tokens"] == 1 and r["logprobs"] and "response_format" not in r for r in model._requests)
     assert all(r["prompt"].endswith("OUTPUT: the letter alone") for r in model._requests)
     assert found.cost.fallbacks == 0 and found.cost.completion_tokens == 0  # the fake reports no usage
+    saved = json.loads(json.dumps(found.to_json()))["probes"][0]
+    assert saved["replies"] == ["decode", "decode"] and len(saved["probs"]) == 2
+    assert max(saved["probs"][0], key=saved["probs"][0].get) == "decode"
 
 
 def test_letter_probs_add_up_a_letters_spellings_and_ignore_other_tokens() -> None:
@@ -705,7 +716,7 @@ def test_an_option_whose_orders_disagree_is_not_stated_when_read_with_logprobs()
         return {c: (0.6 if i == 2 else 0.1) for i, c in enumerate([*options, NOT_STATED])}
 
     answer = "Decode reads every weight per token, so decode is bound by memory bandwidth."
-    found = read_answer(Reader(probs=third_letter), QUESTION, answer, [PHASE], mode="each")
+    found = read_answer(Reader(probs=third_letter), QUESTION, answer, [PHASE], mode="each", combine="agree")
     assert found.probes[0].finding == NOT_STATED and "disagree" in found.probes[0].why
     assert found.probes[0].replies == ("both phases", "decode")
 
@@ -718,7 +729,7 @@ def test_averaging_every_order_cancels_a_lean_towards_one_letter() -> None:
         return out
 
     text = "Prefill is the phase limited by memory bandwidth."
-    agree = read_answer(Reader(probs=biased), QUESTION, text, [PHASE], mode="each", orders=3)
+    agree = read_answer(Reader(probs=biased), QUESTION, text, [PHASE], mode="each", orders=3, combine="agree")
     assert agree.probes[0].finding == NOT_STATED  # the orders name different claims
     mean = read_answer(Reader(probs=biased), QUESTION, text, [PHASE], mode="each", orders=3, combine="mean")
     assert len(mean.probes[0].replies) == 3

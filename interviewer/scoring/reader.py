@@ -5,12 +5,17 @@ probes (:class:`~interviewer.content.models.Probe`) it answers what the candidat
 alone and inside a closed set (one of the probe's claims, a number, a name, or "not stated"). The rubric then
 decides truth deterministically, the way QA-based factual-consistency checks work in summary evaluation:
 
-- option probes are asked twice with the claims in another order; only an agreeing pair counts, so a reading
-  driven by where a claim sits (or by words the answer shares with a distractor) falls to "not stated";
+- option probes are asked in two (or more) orders of their claims, each move of one place. In ``each`` mode
+  an asking generates one token, the claim's letter, and the server's probabilities for every allowed letter
+  are read (``logprobs``), so a 1.5B model's lean towards one letter is not taken for a reading: either the
+  claim most probable on average over the orders wins (``combine="mean"``), or only an agreeing set counts
+  (``agree``, also the rule for replies without probabilities). In a longer answer, the sentences that share
+  most words with the probe and all its claims are repeated (fenced) right before the claims;
 - a number counts only if the candidate's text asserts it (digits or words, any equal unit, through the numeric
   checks' parser) and is then compared with the probe's value, tolerance and ``also_accept``;
 - a name counts only if the candidate wrote it; it is compared with ``accept`` / ``reject`` (case, hyphens and
-  spacing aside), and a true name the candidate denies ("it isn't false sharing") contradicts the point.
+  spacing aside), and a true name the candidate denies ("it isn't false sharing") contradicts the point. When
+  the model copies a name the candidate never wrote, the rubric's names the candidate asserts decide.
 
 Each probe and each key point gets a :class:`Finding` (stated / contradicted / not stated) with the candidate's
 sentence behind it. All probes of one answer share one prompt prefix (system, question, the fenced answer), so a
@@ -47,6 +52,9 @@ from interviewer.scoring.models import KeyPointVerdict, Verdict
 Finding = Literal["stated", "contradicted", "not stated"]
 Mode = Literal["each", "joint"]
 Combine = Literal["agree", "mean"]
+# What measured best on the probe set's dev half with the embedded model (benchmarks/bench_reader.py).
+DEFAULT_MODE: Mode = "each"
+DEFAULT_COMBINE: Combine = "mean"
 NOT_STATED: Finding = "not stated"
 MAX_NAME_CHARS = 80
 # Prompt words per request when the reader is asked to read a prompt ahead in pieces (``piece_words``): about 27
@@ -447,8 +455,9 @@ def judge_option(
     if combine == "mean" and probs and all(d is not None for d in probs):
         claims = [*probe.options, NOT_STATED]
         mean = {c: sum((d or {}).get(c, 0.0) for d in probs) / len(probs) for c in claims}
-        pick: str | None = max(claims, key=lambda c: mean[c])
-        why_pick = f"{mean[pick]:.2f} on average over {len(probs)} orders"
+        best = max(claims, key=lambda c: mean[c])
+        pick: str | None = best
+        why_pick = f"{mean[best]:.2f} on average over {len(probs)} orders"
     else:
         picks = {r for r in replies}
         if len(picks) != 1:
@@ -885,12 +894,12 @@ def read_answer(
     answer_text: str,
     probes: Sequence[Probe],
     *,
-    mode: Mode = "joint",
+    mode: Mode = DEFAULT_MODE,
     cancel: threading.Event | None = None,
     piece_words: int | None = None,
     letters: bool = True,
     logprobs: bool = True,
-    combine: Combine = "agree",
+    combine: Combine = DEFAULT_COMBINE,
     orders: int = 2,
     focus: int = FOCUS_SENTENCES,
 ) -> Readings:

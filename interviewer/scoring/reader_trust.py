@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from interviewer.content.models import Probe
 from interviewer.errors import InputError
-from interviewer.scoring.reader import Finding, Mode, ReaderStats, Readings, read_answer
+from interviewer.scoring.reader import DEFAULT_MODE, Finding, Mode, ReaderStats, Readings, read_answer
 
 TRUST_FILE = "reader_trust.json"
 Split = Literal["dev", "heldout"]
@@ -128,7 +128,7 @@ def evaluate(
     items: Sequence[ProbeItem],
     *,
     splits: Sequence[Split] = ("dev",),
-    mode: Mode = "joint",
+    mode: Mode = DEFAULT_MODE,
     piece_words: int | None = None,
     letters: bool = True,
     progress: Callable[[int, int], None] | None = None,
