@@ -786,3 +786,20 @@ def test_an_option_prompt_repeats_the_sentences_on_its_claims_fenced_before_the_
     short = Reader(probs=_leaning({"decode": 0.7}))
     read_answer(short, QUESTION, "Decode is limited by memory bandwidth.", [PHASE], mode="each")
     assert all(r["prompt"].count("<candidate_answer id=") == 1 for r in short._requests)
+
+
+def test_a_size_read_in_a_neighbouring_unit_is_still_the_candidates_number() -> None:
+    def found(read: float, text: str, probe: Probe = PER_TOKEN) -> Any:
+        return read_each(Reader(answer=lambda q, o: read), QUESTION, text, [probe]).probes[0]
+
+    loose = PER_TOKEN.model_copy(update={"tolerance": 0.05})
+    # "half a megabyte" read as 512 (KiB): the candidate's 0.5 MB is what the rubric compares
+    assert found(512, "Per token it is about half a megabyte.", loose).finding == "stated"
+    # "2 GiB" read as 2,097,152 (KiB): compared as the candidate wrote it, 2 GiB
+    sequence = PER_TOKEN.model_copy(update={"value": 2147483648.0, "tolerance": 0.08})
+    assert found(2097152, "A full sequence then needs 2 GiB.", sequence).finding == "stated"
+    wrong = found(64, "A full sequence is 64 MB.", sequence)
+    assert wrong.finding == "contradicted" and "64 MB" in wrong.why
+    # a number in no unit, or a size the candidate never wrote at any scale, is not theirs
+    assert found(4000, "Four workers give 4x.", PER_TOKEN).finding == NOT_STATED
+    assert found(300, "Per token it is about half a megabyte.", loose).finding == NOT_STATED

@@ -342,11 +342,20 @@ def _close(a: float, b: float, rel: float) -> bool:
 
 
 def _readings_of(q: Quantity, unit: str | None) -> list[float]:
-    """The values a reader could have copied for ``q``: as written, in the probe's unit, in the base unit."""
+    """The values a reader could have copied for ``q``: as written, in the probe's unit, in the base unit.
+
+    A size in bytes may also come back in a neighbouring binary or decimal unit ("half a megabyte" read as 512,
+    "2 GiB" as 2,097,152): the reader picked that quantity, only its unit slipped. The quantity as the candidate
+    wrote it is what the rubric then compares, never the reader's conversion.
+    """
     values = [q.value, *_candidates(q, unit)]
     known = _unit_of(q.unit)
     if known is not None:
         values.append(q.value * known[1])
+        if known[0] == "bytes":  # prefixes read either way: MB as 10**6 or 2**20 bytes
+            power = round(math.log(known[1], 1024)) if known[1] >= 1000 else 0
+            bases = {q.value * known[1], q.value * 1000.0**power, q.value * 1024.0**power}
+            values += [b / step**k for b in bases for step in (1000.0, 1024.0) for k in (1, 2, 3)]
     return values
 
 
