@@ -80,6 +80,8 @@ _SYSTEM = (
     "none.\n"
     "Reply exactly in the form the OUTPUT line asks for: one letter alone, or JSON only, matching the schema."
 )
+# Joint mode's reply is always one JSON object: its rule stays the one it was measured with.
+_SYSTEM_JOINT = _SYSTEM.rsplit("\n", 1)[0] + "\nReply with JSON only, matching the schema."
 # Sentences of the answer repeated next to an option probe's claims (0: none), in answers longer than
 # FOCUS_MIN_SENTENCES: in a shorter one the claims sit close to every sentence already.
 FOCUS_SENTENCES = 2
@@ -638,7 +640,7 @@ def joint_messages(head: str, askings: Sequence[_Asking]) -> list[BaseMessage]:
     parts = [f"q{i}. {_question_text(a)}" for i, a in enumerate(askings, 1)]
     keys = ", ".join(f'"q{i}": ...' for i in range(1, len(askings) + 1))
     body = "READING QUESTIONS (answer each on its own)\n" + "\n".join(parts) + f"\nOUTPUT: {{{keys}}}"
-    return [SystemMessage(content=_SYSTEM), HumanMessage(content=head + body)]
+    return [SystemMessage(content=_SYSTEM_JOINT), HumanMessage(content=head + body)]
 
 
 def joint_schema(askings: Sequence[_Asking]) -> dict[str, Any]:
