@@ -113,7 +113,7 @@ def live_delay(
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--model", default="qwen2.5-coder-1.5b")
-    ap.add_argument("--mode", choices=["each", "joint", "both"], default="joint")
+    ap.add_argument("--mode", choices=["each", "joint", "both"], default="each")
     ap.add_argument("--splits", default="dev,heldout")
     ap.add_argument("--limit", type=int, default=0, help="only the first N questions per split (0: all)")
     ap.add_argument("--live-trials", type=int, default=0)
@@ -131,6 +131,31 @@ def main() -> int:
         default=None,
         help="prompt words per piece read ahead (0: none; default: the reader's)",
     )
+    ap.add_argument(
+        "--no-logprobs",
+        action="store_true",
+        help="each mode: option askings reply in JSON instead of one letter read with its probabilities",
+    )
+    ap.add_argument(
+        "--combine",
+        choices=["agree", "mean"],
+        default=None,
+        help="how the orders decide (default: the reader's)",
+    )
+    ap.add_argument("--orders", type=int, default=None, help="orders an option probe is asked in")
+    ap.add_argument("--focus", type=int, default=None, help="sentences repeated next to an option's claims")
+    ap.add_argument(
+        "--base-url",
+        default=None,
+        help="read with an embedded server that is already running at this URL (its slots: --slots)",
+    )
+    ap.add_argument("--slots", type=int, default=2, help="slots of the server at --base-url")
+    ap.add_argument(
+        "--skip-slots",
+        type=int,
+        default=0,
+        help="leave this many slots to other sessions (two benchmark runs side by side on one server)",
+    )
     args = ap.parse_args()
     print("uptime:", os.popen("uptime").read().strip())
     settings = Settings(timeout=900.0, embedded_model=args.model)
@@ -139,7 +164,10 @@ def main() -> int:
     if args.limit:
         items = [i for s in splits for i in [x for x in items if x.split == s][: args.limit]]
     with EmbeddedServer(settings, n_parallel=2) as server:
-        base_url = server.start(progress=print)
+        if args.base_url:  # many runs against one server: no start, no weight check each time
+            base_url, slots = args.base_url, args.slots
+        else:
+            base_url, slots = server.start(progress=print), server.slots
         chat = build_chat_model(
             settings,
             base_url=base_url,
@@ -148,9 +176,9 @@ def main() -> int:
             keepalive=False,
             stream_usage=True,
         )
-        port = ChatPort(
-            model=chat, name=server.model_name, base_url=base_url, warm_cache=True, slots=server.slots
-        )
+        port = ChatPort(model=chat, name=server.model_name, base_url=base_url, warm_cache=True, slots=slots)
+        for i in range(args.skip_slots):
+            port.slot(f"elsewhere-{i}")
         modes = [] if args.no_eval else ["each", "joint"] if args.mode == "both" else [args.mode]
         for mode in modes:
             t0 = time.perf_counter()
@@ -161,6 +189,10 @@ def main() -> int:
                 mode=mode,  # type: ignore[arg-type]
                 piece_words=args.pieces,
                 letters=not args.claims,
+                **({"logprobs": False} if args.no_logprobs else {}),
+                **({"combine": args.combine} if args.combine else {}),
+                **({"orders": args.orders} if args.orders else {}),
+                **({"focus": args.focus} if args.focus is not None else {}),
                 on_answer=lambda it, a, r: print(
                     f"  {it.question_id} [{a.kind}] {r.cost.seconds:.1f} s, {r.cost.calls} requests + "
                     f"{r.cost.warm_calls} pieces, {r.cost.prompt_tokens - r.cost.cached_tokens} new prompt tokens, "

@@ -636,6 +636,7 @@ def _calibrate_reader() -> None:
     from rich.progress import Progress
 
     from interviewer.runtime import Runtime
+    from interviewer.scoring.reader import DEFAULT_MODE
     from interviewer.scoring.reader_trust import default_probe_set, evaluate, load_probe_set, store_trust
 
     settings = _settings()
@@ -650,7 +651,7 @@ def _calibrate_reader() -> None:
             ev = evaluate(
                 port, items, splits=("dev",), progress=lambda d, t: bar.update(task, completed=d, total=t)
             )
-        path = store_trust(settings.data_dir, model_id, ev, mode="joint", probe_set=default_probe_set())
+        path = store_trust(settings.data_dir, model_id, ev, mode=DEFAULT_MODE, probe_set=default_probe_set())
     except InterviewerError as e:
         _fail(e)
     finally:

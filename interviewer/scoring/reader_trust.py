@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from interviewer.content.models import Probe
 from interviewer.errors import InputError
-from interviewer.scoring.reader import Finding, Mode, ReaderStats, Readings, read_answer
+from interviewer.scoring.reader import DEFAULT_MODE, Finding, Mode, ReaderStats, Readings, read_answer
 
 TRUST_FILE = "reader_trust.json"
 Split = Literal["dev", "heldout"]
@@ -128,13 +128,17 @@ def evaluate(
     items: Sequence[ProbeItem],
     *,
     splits: Sequence[Split] = ("dev",),
-    mode: Mode = "joint",
+    mode: Mode = DEFAULT_MODE,
     piece_words: int | None = None,
     letters: bool = True,
     progress: Callable[[int, int], None] | None = None,
     on_answer: Callable[[ProbeItem, LabelledAnswer, Readings], None] | None = None,
+    **read: Any,
 ) -> Evaluation:
-    """Read every answer of the chosen splits and compare each probe's finding with its hand label."""
+    """Read every answer of the chosen splits and compare each probe's finding with its hand label.
+
+    ``read`` goes to :func:`~interviewer.scoring.reader.read_answer` (``logprobs``, ``combine``).
+    """
     chosen = [i for i in items if i.split in splits]
     total = sum(len(i.answers) for i in chosen)
     ev = Evaluation(stats={s: ReaderStats() for s in splits})
@@ -145,7 +149,14 @@ def evaluate(
                 progress(done, total)
             t0 = time.perf_counter()
             readings = read_answer(
-                model, item.question, ans.text, item.probes, mode=mode, piece_words=piece_words
+                model,
+                item.question,
+                ans.text,
+                item.probes,
+                mode=mode,
+                piece_words=piece_words,
+                letters=letters,
+                **read,
             )
             ev.seconds.append(time.perf_counter() - t0)
             ev.calls.append(readings.cost.calls)
@@ -159,6 +170,11 @@ def evaluate(
                     ev.misses.append(
                         f"{item.question_id} [{ans.kind}] {p.kind} '{p.ask}': labelled {want}, read "
                         f"{got.finding} ({got.why}; replies {list(got.replies)})"
+                        + "".join(
+                            " [" + ", ".join(f"{c[:12]} {v:.2f}" for c, v in d.items()) + "]"
+                            for d in got.probs
+                            if d
+                        )
                     )
             if on_answer:
                 on_answer(item, ans, readings)
