@@ -241,6 +241,8 @@ class RubricScorer:
             exempt=not seen.answered or con.claims_wrong,
             covered=covered,
             met=covered or any(ch.passed for ch in results),
+            reference_only=spec.reference_only,
+            terse=stages.terse(seen.main),
         )
         kps = stages.key_points(spec, cov.result, con, llm.quotes, rel.off_topic)
         crit = stages.cap_criteria(
