@@ -14,6 +14,9 @@ How the methods combine (every score's ``notes`` spell out the numbers):
   claims has the criterion it touches capped at level 1 (every criterion when the claim names none) and the
   question at 1.5, and its asserting sentence is never quoted as evidence; an answer that is not about the
   question (low similarity to both the question and the rubric) is capped at 0.5, an empty one scores 0;
+- graded against a reference answer alone (:attr:`~interviewer.scoring.spec.RubricSpec.reference_only`), only the
+  absolute relevance rule calls an answer off-topic, an answer of at most ``TERSE_WORDS`` content words is
+  scored by coverage alone, and an answer that is one list of terms is scored like any sentence;
 - the why levels (``why1``, ``why2`` of :class:`~interviewer.scoring.spec.Answers`) count in ``why_depth``: a level is answered well from a
   coverage of its authored key points of ``WELL_ANSWERED`` or half its points covered.
 

@@ -75,11 +75,11 @@ GAP_OFF_TOPIC = 0.35
 # answer); the held-out figures are in BENCHMARKS.md.
 UNMET_OFF_TOPIC_BELOW = 0.365
 # Graded against a reference answer alone (no authored key points, no bank, no probes), a terse answer ("log n"
-# for "the height of the tree", "they are resizeable" for "linked lists have a variable length") shares too
-# few words with anything for its similarity to mean "about something else": on Mohler, answers of at most this
-# many content words that the graders gave >= 2.5/5 fall below OFF_TOPIC_BELOW as often as answers to other
-# questions do. Such an answer is judged by calibrated coverage alone, never called off-topic or capped for
-# relevance. Chosen on half of the Mohler questions (see BENCHMARKS.md).
+# for "the height of the tree") shares too few words with anything for a low similarity to mean "about
+# something else": it is scored by calibrated coverage alone, never called off-topic or capped for relevance.
+# Chosen on the even-indexed half of the Mohler questions as the fewest content words that bring the answers
+# the graders gave >= 2.5/5 and the scorer <= 0.5 to at most 1% (0 words: 11 of 1,073; 2 words: 8); the other
+# half and the whole set are in BENCHMARKS.md. Longer answers keep the absolute rule (OFF_TOPIC_BELOW).
 TERSE_WORDS = 2
 STORY_ROUNDS = frozenset({Round.BEHAVIORAL, Round.RECRUITER, Round.DEEP_DIVE})  # no relative relevance
 VERDICTS: tuple[Verdict, ...] = ("stated", "contradicted", "absent")
