@@ -4,7 +4,9 @@
     python benchmarks/bench_mohler_e2e.py --graded OUT.jsonl  # only the figures, from an earlier output
 
 Prints Pearson r between the score (0-4) and the graders' average (0-5), the mean score, and how many
-answers scored <= 0.5 although the graders gave them >= 2.5/5 (a real answer called off-topic or empty).
+answers scored <= 0.5 although the graders gave them >= 2.5/5 (a real answer called off-topic or empty), for
+all answers and for two halves of the questions (ids in numeric order, alternating: "A" the 1st, 3rd, ...
+question, "B" the others), so that a threshold chosen on one half can be reported on the other.
 """
 
 from __future__ import annotations
@@ -39,8 +41,18 @@ def prepare(csv_path: Path, out: Path) -> int:
     return n
 
 
-def figures(graded: Path) -> dict[str, float]:
-    rows = [json.loads(line) for line in graded.read_text(encoding="utf-8").splitlines() if line.strip()]
+def halves(rows: list[dict]) -> dict[str, list[dict]]:
+    """All rows, and the rows of every other question (numeric id order) as half A and the rest as half B."""
+    ids = sorted({str(r["id"]) for r in rows}, key=lambda q: [int(p) for p in q.split(".") if p.isdigit()])
+    a = set(ids[::2])
+    return {
+        "all": rows,
+        "half A": [r for r in rows if str(r["id"]) in a],
+        "half B": [r for r in rows if str(r["id"]) not in a],
+    }
+
+
+def figures(rows: list[dict]) -> dict[str, float]:
     scores = [float(r["score"]) for r in rows]
     human = [float(r["human"]) for r in rows]
     good = [s for s, h in zip(scores, human, strict=True) if h >= 2.5]
@@ -68,14 +80,18 @@ def main() -> int:
             src.write_text("\n".join(lines) + "\n", encoding="utf-8")
         cmd = [sys.executable, "-m", "interviewer.cli", "grade", "--input", str(src), "--output", str(graded)]
         subprocess.run(cmd, check=True, cwd=REPO)
-    f = figures(graded)
-    print("| answers | Pearson r | mean score (0-4) | scored <= 0.5 of those graded >= 2.5/5 |")
-    print("|---|---|---|---|")
-    share = f["low_of_good"] / f["good"] if f["good"] else 0.0
-    print(
-        f"| {f['n']:.0f} | {f['pearson_r']:.4f} | {f['mean_score']:.2f} | "
-        f"{f['low_of_good']:.0f} of {f['good']:.0f} ({share:.1%}) |"
-    )
+    rows = [json.loads(line) for line in graded.read_text(encoding="utf-8").splitlines() if line.strip()]
+    print("| questions | answers | Pearson r | mean score (0-4) | scored <= 0.5 of those graded >= 2.5/5 |")
+    print("|---|---|---|---|---|")
+    for name, part in halves(rows).items():
+        if len(part) < 2:
+            continue
+        f = figures(part)
+        share = f["low_of_good"] / f["good"] if f["good"] else 0.0
+        print(
+            f"| {name} | {f['n']:.0f} | {f['pearson_r']:.4f} | {f['mean_score']:.2f} | "
+            f"{f['low_of_good']:.0f} of {f['good']:.0f} ({share:.1%}) |"
+        )
     return 0
 
 

@@ -36,10 +36,14 @@ _PATTERNS: tuple[re.Pattern[str], ...] = tuple(
         r"(give|award|assign|grade|rate|score|mark|accept)\s+(this|the|my|me|it|him|her|them|every|all|full)\b",
         r"\b(as an? (ai|language model|llm|assistant)|you are (now|no longer|an?|the)\b.{0,40}"
         r"\b(grader|assistant|ai|model|evaluator|judge|dan|mode|persona)|pretend (to be|you are|that)|"
-        r"act as|role[- ]?play|roleplay|from now on|developer mode|jailbreak|do anything now|simulat(e|ion) mode)\b",
+        # "act as" only with a grader's or a model's role: "the array can act as a pointer" is an answer.
+        r"act as\b.{0,30}\b(grader|judge|evaluator|examiner|assessor|scorer|marker|reviewer|"
+        r"interviewer|assistant|ai|model|llm|system|admin|administrator|dan)|"
+        r"role[- ]?play|roleplay|from now on|developer mode|jailbreak|do anything now|simulat(e|ion) mode)\b",
         # Asking for marks.
+        # Not "of" a noun phrase: "the height is the maximum level of its nodes" describes, it does not ask.
         r"\b(full|maximum|max|top|perfect|highest|best|all)\s+(marks?|scores?|points?|credit|grades?|levels?|"
-        r"rating)\b",
+        r"rating)\b(?!\s+of\s+(the|a|an|its|their|this|that|each|every|all|any)\b)",
         r"\b(give|award|assign|grant|rate|grade|mark)\s+(me|us|it|him|her|them|this|candidate|(this|my|the)\s+"
         r"(answer|response|submission|candidate|solution|student))\b.{0,30}\b(full|max|maximum|perfect|highest|top|passing|excellent|a\+|strong hire|marks|score|"
         r"points|level)\b",

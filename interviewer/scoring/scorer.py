@@ -29,6 +29,9 @@ How the methods combine (every score's ``notes`` spell out the numbers):
   means the answer is about the question, so neither the off-topic rule nor the relevance cap applies; on a
   why level, a contradicted key point means the level is not answered well and vocabulary-only key points
   count half;
+- graded against a reference answer alone (:attr:`~interviewer.scoring.spec.RubricSpec.reference_only`), only the
+  absolute relevance rule calls an answer off-topic, an answer of at most ``TERSE_WORDS`` content words is
+  scored by coverage alone, and an answer that is one list of terms is scored like any sentence;
 - the why levels (``why1``, ``why2`` of :class:`~interviewer.scoring.spec.Answers`) count in ``why_depth``: a level is answered well from a
   coverage of its authored key points of ``WELL_ANSWERED`` or half its points covered.
 
@@ -270,6 +273,8 @@ class RubricScorer:
             exempt=not seen.answered or con.claims_wrong or fnd.about_question,
             covered=covered,
             met=covered or any(ch.passed for ch in results),
+            reference_only=spec.reference_only,
+            terse=stages.terse(seen.main),
         )
         kps = stages.with_findings(
             stages.key_points(spec, cov.result, con, llm.quotes, rel.off_topic), cov.result, fnd

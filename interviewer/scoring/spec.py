@@ -62,6 +62,9 @@ class RubricSpec:
     why_steps: list[StepSpec] = field(default_factory=list)  # level 1, level 2
     push: StepSpec | None = None  # the first authored push step (the one the interviewer asks)
     probes: list[Probe] = field(default_factory=list)
+    # Graded against a reference answer alone: its sentences are the key points, and there is no authored
+    # rubric, no bank of neighbouring questions and no reading probe (``interviewer grade``'s usual input).
+    reference_only: bool = False
 
     @classmethod
     def from_question(cls, question: Question, reference: str | None = None) -> RubricSpec:
@@ -119,6 +122,7 @@ class RubricSpec:
             facts=spec.facts,
             contradictions=spec.contradictions,
             reference=spec.reference if spec.reference and spec.reference.strip() else None,
+            reference_only=not spec.key_points,
         )
 
 

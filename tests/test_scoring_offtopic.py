@@ -1,0 +1,142 @@
+"""Grading against a reference answer alone (``interviewer grade``): short genuine answers are graded, not
+called off-topic; answers about something else still are.
+
+Real sentence model (MiniLM), the same ``grade_one`` path the CLI uses. Every answer here is written for this
+test; none is a row of a public data set.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from interviewer.content import load_bank
+from interviewer.embeddings import MiniLMEmbedder
+from interviewer.scoring import stages
+from interviewer.scoring.coverage import CoverageResult
+from interviewer.scoring.scorer import RubricScorer
+from interviewer.scoring.spec import RubricSpec
+from tests.conftest import REPO
+from tests.scoring_samples import DECODE_ID
+
+BST = (
+    "What is the worst-case time to find a key in a balanced binary search tree?",
+    "Proportional to the height of the tree, because every comparison moves one level down.",
+)
+LINKED = (
+    "Why would you pick a linked list over an array?",
+    "A linked list can grow and shrink at run time without reallocating.",
+)
+ACCESS = ("Name the access levels a C++ class can give its members.", "Public, private and protected.")
+WATERFALL = (
+    "Which phases come after design in the waterfall model?",
+    "Implementation comes next, then verification, and finally maintenance.",
+)
+OVERLOAD = (
+    "How are two functions with the same name told apart by the compiler?",
+    "By their signatures: the number, the types and the order of their parameters.",
+)
+
+# Right, in words the reference does not use; each is too short or too differently worded for a sentence
+# similarity to find it close to the reference.
+SHORT_GENUINE = [
+    (*BST, "log n"),
+    (*BST, "logarithmic"),
+    (*LINKED, "it is growable"),
+    (*LINKED, "no fixed capacity"),
+    (*OVERLOAD, "by what you pass in"),
+]
+# A one-sentence list naming what the question asks for.
+NAMING_LISTS = [(*ACCESS, "private, protected, public"), (*WATERFALL, "coding, testing, upkeep")]
+OFF_TOPIC = [
+    (
+        *BST,
+        "I really enjoyed the lecture on operating systems; the professor explained virtual memory and paging "
+        "very clearly and the labs were fun.",
+    ),
+    (
+        *LINKED,
+        "My favourite pizza has mushrooms, extra cheese and a thin crust, baked in a wood oven for two minutes.",
+    ),
+    (*ACCESS, "mushrooms, cheese, crust"),
+]
+
+
+@pytest.fixture(scope="module")
+def scorer() -> RubricScorer:
+    return RubricScorer(MiniLMEmbedder())
+
+
+def _flagged(result: dict) -> list[str]:
+    return [n for n in result["notes"] if n.startswith(("off-topic", "capped at", "no credit", "relevance "))]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("question", "reference", "answer"), SHORT_GENUINE)
+def test_a_short_genuine_answer_is_graded_not_called_off_topic(scorer, question, reference, answer) -> None:
+    got = scorer.grade_one(question, answer, reference)
+    assert got["score"] > stages.OFF_TOPIC_MAX, got["notes"]
+    assert not _flagged(got), got["notes"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("question", "reference", "answer"), NAMING_LISTS)
+def test_a_one_sentence_list_against_a_reference_is_scored_as_an_answer(
+    scorer, question, reference, answer
+) -> None:
+    got = scorer.grade_one(question, answer, reference)
+    assert got["score"] >= 2.0, got["notes"]
+    assert not _flagged(got), got["notes"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("question", "reference", "answer"), OFF_TOPIC)
+def test_an_answer_about_something_else_is_still_off_topic(scorer, question, reference, answer) -> None:
+    got = scorer.grade_one(question, answer, reference)
+    assert got["score"] <= stages.OFF_TOPIC_MAX, got["notes"]
+    assert any(n.startswith("off-topic") for n in got["notes"]), got["notes"]
+
+
+@pytest.mark.slow
+def test_lists_padding_an_answer_against_a_reference_still_earn_nothing(scorer) -> None:
+    question, reference = ACCESS
+    padded = scorer.grade_one(
+        question, "Members can be hidden. static, virtual, inline. friend, const, mutable.", reference
+    )
+    assert any(n.startswith("no credit for 2 sentence(s)") for n in padded["notes"]), padded["notes"]
+
+
+@pytest.mark.slow
+def test_a_bank_question_keeps_its_stricter_rules(scorer) -> None:
+    """Bank questions keep every off-topic rule: a terse answer there is judged by relevance like any."""
+    q = load_bank(REPO).get(DECODE_ID)
+    spec = RubricSpec.from_question(q)
+    assert not spec.reference_only
+    got = scorer.score(q, ["pizza"])
+    assert got.overall <= stages.OFF_TOPIC_MAX, got.notes
+
+
+def test_only_a_reference_answer_makes_a_reference_only_spec() -> None:
+    assert RubricSpec.from_rubric(*BST, None).reference_only
+    assert not RubricSpec.from_rubric(BST[0], BST[1], {"key_points": ["height of the tree"]}).reference_only
+    assert not RubricSpec.from_rubric(
+        BST[0], None, "height of the tree\nlog of the node count"
+    ).reference_only
+
+
+def test_reference_only_relevance_drops_the_unmet_rule_and_skips_terse_answers() -> None:
+    unmet = (stages.OFF_TOPIC_BELOW + stages.UNMET_OFF_TOPIC_BELOW) / 2
+    assert stages.off_topic_reason(unmet, None, met=False, covered=False) is not None
+    assert stages.off_topic_reason(unmet, None, met=False, covered=False, reference_only=True) is None
+    low = stages.OFF_TOPIC_BELOW / 2
+    assert stages.off_topic_reason(low, None, met=False, covered=False, reference_only=True) is not None
+    assert (
+        stages.terse("log n")
+        and stages.terse("it is growable")
+        and not stages.terse("coding, testing, upkeep")
+    )
+    nothing = CoverageResult(0.0, 0.0, [], {})
+    short = stages.relevance(
+        nothing, None, exempt=False, covered=False, met=False, reference_only=True, terse=True
+    )
+    assert not short.off_topic and short.cap() == 4.0
+    assert stages.relevance(nothing, None, exempt=False, covered=False, met=False, terse=True).off_topic
