@@ -248,7 +248,7 @@ def test_the_real_reader_on_a_scripted_model_caps_a_contradicted_key_point(
         return json.dumps(values)
 
     model = ScriptedChatModel().queue(reply)
-    reader = ProbeReader(model, trust=0.8)
+    reader = ProbeReader(model, trust=0.8, mode="joint")
     answer = _strong_with_wrong_phases()
     read = scorer.score(question, [answer], reader=reader)
     assert len(model.calls) == 1  # one joint request for the main answer's probes
