@@ -4,6 +4,7 @@ findings are given, or read by the real reader from a scripted model's JSON repl
 from __future__ import annotations
 
 import json
+import re
 import threading
 from pathlib import Path
 from typing import Any
@@ -154,8 +155,14 @@ def test_with_no_findings_the_listener_decides_as_before():
 
 
 def _reader_reply(messages: Any) -> str:
-    """The reader's joint reply for PROBES: the option asked twice (A/B, then rotated), then the two names."""
-    return json.dumps({"q1": "B", "q2": "A", "q3": "not stated", "q4": "not stated"})
+    """The reader's reply to one reading question about PROBES: the letter of "lowers it" for the option (in
+    whichever order it is listed), "not stated" for a name."""
+    prompt = str(messages[-1].content).split("READING QUESTION")[-1]
+    if "CLAIM:" not in prompt:
+        return json.dumps({"name": "not stated"})
+    letter = re.search(r"^([A-Z])\) lowers it$", prompt, re.M)
+    assert letter is not None, prompt
+    return letter.group(1) if "the letter alone" in prompt else json.dumps({"claim": letter.group(1)})
 
 
 def _interview(tmp_path: Path, reader: Any) -> Interview:
@@ -172,11 +179,11 @@ def _interview(tmp_path: Path, reader: Any) -> Interview:
 
 
 def test_the_answer_read_while_typed_turns_into_a_challenge_at_send(tmp_path):
-    model = ScriptedChatModel().queue(_reader_reply)
+    model = ScriptedChatModel().queue(*[_reader_reply] * 12)  # one reply per reading question asked
     it = _interview(tmp_path, ChatPort(model, name="scripted reader"))
     it.ahead.read_ahead(WRONG)  # the text so far ends a sentence: read in the background
     assert it.reading.probing.wait_idle(10)
-    assert len(model.calls) == 1  # one request for the answer's own probes and the next level's
+    assert model.calls  # the answer's own probes and the next level's were read before Send
     it.submit(WRONG)
     text = it.advance_all()
     meta = [e.payload for e in it.ports.store.events(it.session_id) if e.kind == "asked"][-1]
