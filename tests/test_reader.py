@@ -722,18 +722,48 @@ def test_an_option_whose_orders_disagree_is_not_stated_when_read_with_logprobs()
 
 
 def test_averaging_every_order_cancels_a_lean_towards_one_letter() -> None:
-    def biased(tail: str, options: list[str]) -> dict[str, float]:
-        # leans to the claim at C, but reads the text too: "prefill" is what the answer says
-        out = {c: 0.1 + (0.35 if i == 2 else 0.0) for i, c in enumerate([*options, NOT_STATED])}
-        out["prefill"] += 0.2
-        return out
+    def leaning(said: str) -> Any:
+        def probs(tail: str, options: list[str]) -> dict[str, float]:
+            # leans to the claim at C, but reads the text too: ``said`` is what the answer says
+            out = {c: 0.1 + (0.35 if i == 2 else 0.0) for i, c in enumerate([*options, NOT_STATED])}
+            out[said] += 0.2
+            return out
+
+        return probs
+
+    text = "Decode is the phase limited by memory bandwidth."
+    agree = read_answer(
+        Reader(probs=leaning("decode")), QUESTION, text, [PHASE], mode="each", orders=3, combine="agree"
+    )
+    assert agree.probes[0].finding == NOT_STATED  # the orders name different claims
+    mean = read_answer(
+        Reader(probs=leaning("decode")), QUESTION, text, [PHASE], mode="each", orders=3, combine="mean"
+    )
+    assert len(mean.probes[0].replies) == 3
+    assert mean.probes[0].finding == "stated" and mean.probes[0].read == "decode"
+
+
+def test_a_wrong_claim_counts_only_when_every_order_picks_it() -> None:
+    def reading(lean: float) -> Any:
+        def probs(tail: str, options: list[str]) -> dict[str, float]:
+            out = {c: 0.1 + (lean if i == 2 else 0.0) for i, c in enumerate([*options, NOT_STATED])}
+            out["prefill"] += 0.2
+            return out
+
+        return probs
 
     text = "Prefill is the phase limited by memory bandwidth."
-    agree = read_answer(Reader(probs=biased), QUESTION, text, [PHASE], mode="each", orders=3, combine="agree")
-    assert agree.probes[0].finding == NOT_STATED  # the orders name different claims
-    mean = read_answer(Reader(probs=biased), QUESTION, text, [PHASE], mode="each", orders=3, combine="mean")
-    assert len(mean.probes[0].replies) == 3
-    assert mean.probes[0].finding == "contradicted" and mean.probes[0].read == "prefill"
+    # on average prefill wins, but the order that lists it elsewhere picks the claim at C: not a finding
+    leaning = read_answer(
+        Reader(probs=reading(0.35)), QUESTION, text, [PHASE], mode="each", orders=3, combine="mean"
+    )
+    assert leaning.probes[0].finding == NOT_STATED
+    assert "disagree on a wrong claim" in leaning.probes[0].why
+    # read the same way in every order: the wrong claim stands
+    clear = read_answer(
+        Reader(probs=reading(0.05)), QUESTION, text, [PHASE], mode="each", orders=3, combine="mean"
+    )
+    assert clear.probes[0].finding == "contradicted" and clear.probes[0].read == "prefill"
 
 
 def test_a_server_without_logprobs_gets_letters_as_text_then_json() -> None:

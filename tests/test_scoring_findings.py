@@ -143,6 +143,21 @@ def test_off_topic_never_fires_when_the_probes_find_a_key_point_stated(
     assert silent.overall <= 0.5 and any(c.status == "off-topic" for c in silent.criteria)
 
 
+def test_an_option_read_alone_on_a_text_about_something_else_does_not_lift_the_off_topic_rule(
+    scorer: RubricScorer, question: Question
+) -> None:
+    elsewhere = "We tracked everything in Jira tickets and held daily standups during two-week sprints."
+    offline = scorer.score(question, [elsewhere])
+    assert any(c.status == "off-topic" for c in offline.criteria)
+    # a claim "read" in a text whose words cover no key point is the model's guess: still off-topic
+    guessed = scorer.score(question, [elsewhere], reader=Scripted({"main.2": ("stated", elsewhere)}))
+    assert any(c.status == "off-topic" for c in guessed.criteria)
+    assert guessed.overall <= 0.5
+    # a number the candidate wrote is borne out by the text itself: about the question
+    typed = scorer.score(question, [elsewhere], reader=Scripted({"main.1": ("stated", elsewhere)}))
+    assert not any(c.status == "off-topic" for c in typed.criteria)
+
+
 @pytest.mark.parametrize("trust", [None, MIN_READER_TRUST - 0.01])
 def test_a_reader_below_the_minimum_trust_is_noted_and_changes_nothing(
     scorer: RubricScorer, question: Question, trust: float | None

@@ -454,6 +454,10 @@ def _support(answer: str, claim: str, ask: str) -> str | None:
     return best[2] if best else None
 
 
+def _most_probable(claims: Sequence[str], dist: Mapping[str, float]) -> str:
+    return max(claims, key=lambda c: dist.get(c, 0.0))
+
+
 def judge_option(
     probe: Probe,
     replies: Sequence[str | None],
@@ -462,13 +466,18 @@ def judge_option(
     combine: Combine = "agree",
 ) -> tuple[Finding, str | None, str | None, str]:
     """The finding for an option probe's askings: only an agreeing pair of claims counts (``agree``), or the
-    claim most probable on average over the orders (``mean``, when every asking has probabilities)."""
+    claim most probable on average over the orders (``mean``, when every asking has probabilities); a wrong
+    claim needs every order's own most probable claim to agree in either case."""
     if combine == "mean" and probs and all(d is not None for d in probs):
         claims = [*probe.options, NOT_STATED]
         mean = {c: sum((d or {}).get(c, 0.0) for d in probs) / len(probs) for c in claims}
         best = max(claims, key=lambda c: mean[c])
         pick: str | None = best
         why_pick = f"{mean[best]:.2f} on average over {len(probs)} orders"
+        # A wrong claim caps a score: the average may pick it, but only every order's own choice counts.
+        tops = [_most_probable(claims, d or {}) for d in probs]
+        if best in probe.wrong and any(t != best for t in tops):
+            return NOT_STATED, None, None, "the orders disagree on a wrong claim: " + " / ".join(tops)
     else:
         picks = {r for r in replies}
         if len(picks) != 1:

@@ -608,11 +608,15 @@ class Findings(Stage):
     # why level -> key point -> finding (key points no probe could decide are left out)
     why: dict[int, dict[str, ReadingVerdict]] = field(default_factory=dict)
 
+    # main key points whose finding the candidate's text itself bears out: a number or a name the candidate
+    # wrote, or a claim read on a key point the answer's words also cover (an option read alone can be a
+    # small model's guess about a text on something else)
+    verified: set[str] = field(default_factory=set)
+
     @property
     def about_question(self) -> bool:
-        """The probes found a key point stated or contradicted: the answer is about this question."""
-        found = [*self.points.values(), *(v for level in self.why.values() for v in level.values())]
-        return self.acting and any(v != "absent" for v in found)
+        """The probes found a key point stated or contradicted, borne out by the text: about this question."""
+        return self.acting and any(self.points.get(k, "absent") != "absent" for k in self.verified)
 
 
 def _true_thing(p: Probe) -> str:
@@ -663,6 +667,7 @@ def findings(
     for f in reads.findings:
         by_point.setdefault(f.probe.point, []).append(f)
     stated_quotes = {f.quote for f in reads.findings if f.verdict == "stated" and f.quote}
+    covered = {m.key_point for m in cov.matches if m.covered}
     wrong: dict[str, ReadingFinding] = {}
     undecided: set[str] = set()
     mixed = 0
@@ -685,6 +690,9 @@ def findings(
                 out.why.setdefault(level, {})[key_point] = verdict
             continue
         out.points[key_point] = verdict
+        typed = any(f.verdict == verdict and f.probe.kind != "option" for f in fs)
+        if verdict != "absent" and (typed or key_point in covered):
+            out.verified.add(key_point)
         chosen = against[0] if against else next((f for f in fs if f.verdict == verdict and f.quote), None)
         if chosen is not None and chosen.quote:
             out.quotes[key_point] = chosen.quote
@@ -722,7 +730,6 @@ def findings(
         )
         out.hits.append(hit)
         out.notes.append(f"reading probe contradicts a key point: {hit.said}")
-    covered = {m.key_point for m in cov.matches if m.covered}
     out.vocabulary_only = [
         k for k, v in out.points.items() if v == "absent" and k in covered and k not in undecided
     ]
