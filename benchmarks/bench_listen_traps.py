@@ -32,6 +32,7 @@ sys.path.insert(0, str(REPO))
 import json  # noqa: E402
 from typing import Any  # noqa: E402
 
+from benchmarks.read_traps import rejudged  # noqa: E402
 from interviewer.content import Bank, load_bank  # noqa: E402
 from interviewer.content.models import Question  # noqa: E402
 from interviewer.listen import WELL, Done, Findings, Listener, choose, heed, stems  # noqa: E402
@@ -126,7 +127,7 @@ def with_readings(
             stale += 1
             continue
         questions.add(qid)
-        findings = Findings.from_json(text, row["readings"])
+        findings = Findings.from_json(text, rejudged(row["readings"], q, text))
         step1 = len(q.why(1).key_points) if q.why_chain else 0
         share = findings.share("why1", step1)
         why1_stated = share is not None and share >= WELL

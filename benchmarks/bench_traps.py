@@ -23,6 +23,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from benchmarks.read_traps import rejudged  # noqa: E402
 from interviewer.content import load_bank  # noqa: E402
 from interviewer.content.models import Question  # noqa: E402
 from interviewer.embeddings import MiniLMEmbedder  # noqa: E402
@@ -40,8 +41,11 @@ def text_sha(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def load_readings(path: Path, bank: object) -> dict[tuple[str, str], list[ReadingFinding]]:
-    """(question id, answer sha) -> the main answer's findings, from a read_traps.py JSONL (last line wins)."""
+def load_readings(
+    path: Path, bank: object, texts: dict[tuple[str, str], str] | None = None
+) -> dict[tuple[str, str], list[ReadingFinding]]:
+    """(question id, answer sha) -> the main answer's findings, from a read_traps.py JSONL (last line wins);
+    with ``texts`` ((question id, sha) -> the answer), option probes are judged again by today's rules."""
     out: dict[tuple[str, str], list[ReadingFinding]] = {}
     for line in path.read_text(encoding="utf-8").splitlines():
         if not line.strip():
@@ -51,7 +55,9 @@ def load_readings(path: Path, bank: object) -> dict[tuple[str, str], list[Readin
         except json.JSONDecodeError:
             continue  # a line still being written
         q: Question = bank.get(row["question"])  # type: ignore[attr-defined]
-        main = row["readings"].get("main")
+        text = (texts or {}).get((row["question"], row["sha"]))
+        readings = rejudged(row["readings"], q, text) if text is not None else row["readings"]
+        main = readings.get("main")
         if main is None:
             continue
         probes = {(p.point, p.ask): p for p in q.probes}
@@ -112,7 +118,8 @@ def main() -> int:
                 print(f"{qid:<50}" + "".join(f"{rows[qid][k]:>9.2f}" for k in LABELS))
         table(rows, "offline scorer")
         return 0
-    read = load_readings(args.readings, bank)
+    texts = {(qid, text_sha(x)): x for qid, t in traps.items() for x in t.texts().values()}
+    read = load_readings(args.readings, bank, texts)
     without: dict[str, dict[str, float]] = {}
     acted = {label: {"contradicted": 0, "stated": 0, "halved": 0} for label in LABELS}
     withf: dict[str, dict[str, float]] = {}

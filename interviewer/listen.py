@@ -417,6 +417,7 @@ class PointRead:
     read: Any = None  # what the contradicting probe read: the wrong claim, name or number
     ask: str = ""  # the contradicting probe's reading question
     mixed: bool = False  # another probe of the same point found it stated: no clear reading
+    typed: bool = False  # the finding is a number or a name the candidate wrote (borne out by the text)
 
 
 @dataclass(frozen=True)
@@ -445,6 +446,7 @@ class Findings:
                     str(hit.get("ask") or ""),
                     mixed=got.get("finding") == "contradicted"
                     and any(p.get("finding") == "stated" for p in own),
+                    typed=bool(hit) and hit.get("kind") in ("number", "named"),
                 )
         return cls(text, points)
 
@@ -458,6 +460,13 @@ class Findings:
 
     def stated(self, part: str) -> bool:
         return any(r.point.split(".")[0] == part and r.finding == "stated" for r in self.points.values())
+
+    def written(self, part: str) -> bool:
+        """A key point of ``part`` found stated through a number or a name the candidate wrote: the text
+        itself bears it out (a claim picked among options can be a small model's guess about another topic)."""
+        return any(
+            r.point.split(".")[0] == part and r.finding == "stated" and r.typed for r in self.points.values()
+        )
 
 
 def _fold_words(text: str) -> list[str]:
@@ -563,7 +572,7 @@ def heed(q: Question, level: int, reading: Reading, findings: Findings | None, a
         if found is not None:
             hit, quote = found
             kind, reason = "contradicts", f"the reading probes find '{hit.claim}'"
-    if kind == "off_topic" and findings.stated(part):
+    if kind == "off_topic" and findings.written(part):
         kind, reason, quote = "partial", "the reading probes find a key point stated", ""
     nxt = level + 1
     if kind in ("partial", "answer") and covers.get(nxt, 0.0) >= WELL:

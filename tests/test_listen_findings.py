@@ -39,10 +39,11 @@ def question() -> Question:
 def readings(points: dict[str, tuple[str, str | None, Any]]) -> dict[str, Any]:
     """Readings.to_json()-shaped findings: point -> (finding, quote, what the probe read)."""
     asks = {p["point"]: p["ask"] for p in PROBES}
+    kinds = {p["point"]: p["kind"] for p in PROBES}
     return {
         "main": {
             "probes": [
-                {"point": k, "ask": asks[k], "finding": f, "quote": q, "read": r}
+                {"point": k, "ask": asks[k], "kind": kinds[k], "finding": f, "quote": q, "read": r}
                 for k, (f, q, r) in points.items()
             ],
             "points": {k: {"finding": f, "quote": q} for k, (f, q, _) in points.items()},
@@ -242,3 +243,15 @@ def test_a_failing_reader_leaves_the_interview_as_before(tmp_path):
     it.submit(WRONG)
     it.advance_all()
     assert it.level == 1
+
+
+def test_an_off_topic_answer_is_redirected_unless_the_text_bears_out_a_finding():
+    elsewhere = "We tracked everything in Jira tickets and held daily standups during two-week sprints."
+    assert move(elsewhere, None).move == "redirect"
+    # a claim picked among options about a text on something else can be the model's guess: still redirected
+    guessed = Findings.from_json(elsewhere, readings({"main.0": ("stated", elsewhere, "raises it")}))
+    assert move(elsewhere, guessed).move == "redirect"
+    # a name the candidate wrote is in the text itself: the answer is about the question after all
+    named = {"why1.0": ("stated", elsewhere, "spread out over time")}
+    written = Findings.from_json(elsewhere, {"main": readings(named)["main"]})
+    assert written.written("why1") and not written.written("main")
