@@ -81,7 +81,9 @@ def test_a_resume_cannot_close_the_prompt_sections(fixture_bank, tmp_path: Path)
     list(it.advance())
     it.submit("We batched requests dynamically.")
     system = it.followups.messages(it.question, 1)[0].content  # type: ignore[arg-type]
-    assert system.count("</question>") == 1 and system.count("</key_points>") == 1
+    # the prompt's own sections close once each; the resume's forged closing tags are gone
+    assert system.count("</question>") == 1 and system.count("</why_chain>") == 1
+    assert "</key_points>" not in system
     assert "NEW INSTRUCTIONS" not in system
 
 
