@@ -199,7 +199,17 @@ def test_an_oversized_answer_so_far_never_reaches_the_model_server(tmp_path: Pat
         # (a text box turns anything into its text; the code editor passes it on as sent)
         ("/run_tests", ({"code": "an object where code goes"},), r"the code must be text, not dict"),
     ],
-    ids=["send", "send-5MB", "clarify", "run-tests", "diagram", "reopen", "test-connection", "use-model", "code-object"],
+    ids=[
+        "send",
+        "send-5MB",
+        "clarify",
+        "run-tests",
+        "diagram",
+        "reopen",
+        "test-connection",
+        "use-model",
+        "code-object",
+    ],
 )
 def test_every_text_field_is_typed_and_capped_before_any_work(
     tmp_path: Path, api_name: str, args: tuple, message: str
