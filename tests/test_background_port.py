@@ -11,21 +11,13 @@ from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import HumanMessage
 
 from interviewer.config import Settings
-from interviewer.content.models import Probe
 from interviewer.llm.client import BACKGROUND_KEY, ChatPort
 from interviewer.runtime import ModelChoice, Runtime
 from interviewer.scoring.reader import read_answer
 
-SCHED_IDLE = getattr(os, "SCHED_IDLE", 5)
+from .test_reader import PHASE
 
-PHASE = Probe(
-    point="main.0",
-    kind="option",
-    ask="Which phase does the candidate say is limited by memory bandwidth?",
-    options=["decode", "prefill", "both phases"],
-    true="decode",
-    wrong=["prefill", "both phases"],
-)
+SCHED_IDLE = getattr(os, "SCHED_IDLE", 5)
 
 
 def _live_port(base_url: str = "http://127.0.0.1:9/v1") -> ChatPort:
