@@ -1,6 +1,6 @@
 """Read the trap answers with the reader on the embedded model once, and keep the readings for the benchmarks.
 
-Run: ``nice -n 10 .venv/bin/python benchmarks/read_traps.py --split heldout [--every 3] [--out FILE]``
+Run: ``nice -n 10 .venv/bin/python benchmarks/read_traps.py --split heldout [--every 3 [--offset 1]] [--out FILE]``
 
 Every answer of ``tests/data/traps`` (strong, partial, wrong, off-topic) of the chosen split is read with its
 question's main-answer probes (:func:`interviewer.scoring.reader.read_question`), and with its why-1 probes as
@@ -10,7 +10,8 @@ answer's sha256, the reader's version (a hash of the reader module and the quest
 The run resumes: an answer already read by the same reader version is skipped. ``bench_traps.py --readings``
 and ``bench_listen_traps.py --readings`` score and listen with these readings instead of re-reading, so one
 model pass serves both. ``--every K`` reads every K-th question of the split (sorted by id) when an idle
-machine's hour is not available for the whole split.
+machine's hour is not available for the whole split; ``--offset N`` starts at its N-th question, so another
+sample of the same size never overlaps the first.
 """
 
 from __future__ import annotations
@@ -92,6 +93,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--split", choices=["dev", "heldout"], required=True)
     ap.add_argument("--every", type=int, default=1, help="read every K-th question of the split (by id)")
+    ap.add_argument("--offset", type=int, default=0, help="start at the split's N-th question (by id)")
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--model", default="qwen2.5-coder-1.5b")
     args = ap.parse_args()
@@ -100,7 +102,7 @@ def main() -> int:
     print("uptime:", os.popen("uptime").read().strip(), flush=True)
     bank = load_bank(REPO)
     traps = load_traps()
-    qids = sorted(q for q in traps if question_split(q) == args.split)[:: max(1, args.every)]
+    qids = sorted(q for q in traps if question_split(q) == args.split)[args.offset :: max(1, args.every)]
     done = done_keys(out)
     settings = Settings(timeout=900.0, embedded_model=args.model)
     with EmbeddedServer(settings, n_parallel=2) as server:
