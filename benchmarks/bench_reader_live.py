@@ -47,6 +47,7 @@ from interviewer import prompts  # noqa: E402
 from interviewer.config import Settings  # noqa: E402
 from interviewer.content import load_bank  # noqa: E402
 from interviewer.content.models import Question  # noqa: E402
+from interviewer.engine.followups import intent  # noqa: E402
 from interviewer.llm.background import BackgroundPort  # noqa: E402
 from interviewer.llm.client import ChatPort, build_chat_model  # noqa: E402
 from interviewer.llm.embedded import EmbeddedServer  # noqa: E402
@@ -63,13 +64,12 @@ def live_messages(q: Question, answer: str, nonce: int) -> list[BaseMessage]:
         "system",
         round_style=prompts.round_style(q.round.value),
         question=q.question,
-        key_points="\n".join(f"- {k}" for k in q.key_points),
-        why1_target=q.why(1).target,
-        why2_target=q.why(2).target,
+        why1_intent=intent(q, 1),
+        why2_intent=intent(q, 2),
         reference="(none)",
     )
     human = prompts.render(
-        "followup", answer=answer, history=f"Interviewer: {q.question}", level="1", target=q.why(1).target
+        "followup", answer=answer, history=f"Interviewer: {q.question}", level="1", intent=intent(q, 1)
     )
     return [SystemMessage(content=system), HumanMessage(content=human)]
 
