@@ -253,6 +253,21 @@ def test_a_number_counts_only_when_the_candidate_states_it() -> None:
     assert read_each(reader(None), QUESTION, right, [PER_TOKEN]).probes[0].finding == NOT_STATED
 
 
+def test_a_misread_number_beside_the_right_one_contradicts_nothing() -> None:
+    # The model copies the other number of a right answer: the right value the candidate also asserts leaves
+    # the probe undecided, never a contradiction that would cap a right answer.
+    both = (
+        "One layer alone is 2 x 4096 x 2 = 16,384 bytes; over all 32 layers that is 524,288 bytes per token."
+    )
+    found = read_each(Reader(answer=lambda q, o: 16384), QUESTION, both, [PER_TOKEN]).probes[0]
+    assert found.finding == NOT_STATED and "524,288" in found.why
+    # Without the right value anywhere, the same reading still contradicts.
+    only = "One layer alone is 2 x 4096 x 2 = 16,384 bytes, and that is the cache per token."
+    assert read_each(Reader(answer=lambda q, o: 16384), QUESTION, only, [PER_TOKEN]).probes[0].finding == (
+        "contradicted"
+    )
+
+
 def test_numbers_and_units_written_in_words_are_read() -> None:
     assert spoken_to_digits("about half a megabyte per token") == "about 0.5 MB per token"
     assert spoken_to_digits("two thousand requests at two terabytes a second") == "2000 requests at 2 TB/s"

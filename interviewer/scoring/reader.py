@@ -380,6 +380,24 @@ def judge_number(probe: Probe, read: float | None, answer: str) -> tuple[Finding
         if any(_close(v, a, probe.tolerance) for a in accepted):
             return "stated", s.sentence, f"'{s.quantity.text}' matches {accepted[0]:g}"
     s, v = comparable[0]
+    # The reader may have copied the wrong one of several numbers: one the candidate asserts elsewhere that
+    # meets the rubric leaves the reading undecided rather than a contradiction (it would cap a right answer).
+    elsewhere = next(
+        (
+            o
+            for o in stated_numbers(answer)
+            if any(
+                _close(w, a, probe.tolerance) for w in _candidates(o.quantity, probe.unit) for a in accepted
+            )
+        ),
+        None,
+    )
+    if elsewhere is not None:
+        return (
+            NOT_STATED,
+            None,
+            f"'{s.quantity.text}' is not {accepted[0]:g}, but '{elsewhere.quantity.text}' is",
+        )
     return "contradicted", s.sentence, f"'{s.quantity.text}' ({v:g}) is not {accepted[0]:g}"
 
 
