@@ -28,11 +28,10 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from benchmarks._embedded import embedded_port  # noqa: E402
 from interviewer.config import Settings  # noqa: E402
 from interviewer.content import load_bank  # noqa: E402
 from interviewer.content.models import Question  # noqa: E402
-from interviewer.llm.client import ChatPort, build_chat_model  # noqa: E402
-from interviewer.llm.embedded import EmbeddedServer  # noqa: E402
 from interviewer.scoring import reader  # noqa: E402
 from tests.support.traps import load_traps, question_split  # noqa: E402
 
@@ -89,19 +88,7 @@ def main() -> int:
     qids = sorted(q for q in traps if question_split(q) == args.split)[args.offset :: max(1, args.every)]
     done = done_keys(out)
     settings = Settings(timeout=900.0, embedded_model=args.model)
-    with EmbeddedServer(settings, n_parallel=2) as server:
-        base_url = server.start(progress=print)
-        chat = build_chat_model(
-            settings,
-            base_url=base_url,
-            model=server.served_model_id,
-            temperature=0.0,
-            keepalive=False,
-            stream_usage=True,
-        )
-        port = ChatPort(
-            model=chat, name=server.model_name, base_url=base_url, warm_cache=True, slots=server.slots
-        )
+    with embedded_port(settings, n_parallel=2) as (server, port):
         t0, n = time.perf_counter(), 0
         for i, qid in enumerate(qids, 1):
             q = bank.get(qid)
