@@ -109,8 +109,8 @@ def main() -> int:
                 print(f"{qid:<50}" + "".join(f"{rows[qid][k]:>9.2f}" for k in LABELS))
         table(rows, "offline scorer")
         return 0
-    texts = {(qid, text_sha(x)): x for qid, t in traps.items() for x in t.texts().values()}
-    read = load_readings(args.readings, bank, texts)
+    by_sha = {(qid, text_sha(x)): x for qid, t in traps.items() for x in t.texts().values()}
+    read = load_readings(args.readings, bank, by_sha)
     without: dict[str, dict[str, float]] = {}
     acted = {label: {"contradicted": 0, "stated": 0, "halved": 0} for label in LABELS}
     withf: dict[str, dict[str, float]] = {}
