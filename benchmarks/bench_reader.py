@@ -30,9 +30,9 @@ sys.path.insert(0, str(REPO))
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage  # noqa: E402
 
+from benchmarks._embedded import embedded_port  # noqa: E402
 from interviewer.config import Settings  # noqa: E402
-from interviewer.llm.client import ChatPort, build_chat_model  # noqa: E402
-from interviewer.llm.embedded import EmbeddedServer  # noqa: E402
+from interviewer.llm.client import ChatPort  # noqa: E402
 from interviewer.scoring.reader import ReadingCancelled, read_answer  # noqa: E402
 from interviewer.scoring.reader_trust import evaluate, load_probe_set  # noqa: E402
 
@@ -163,23 +163,19 @@ def main() -> int:
     splits = [s for s in args.splits.split(",") if s]
     if args.limit:
         items = [i for s in splits for i in [x for x in items if x.split == s][: args.limit]]
-    with EmbeddedServer(settings, n_parallel=2) as server:
-        if args.base_url:  # many runs against one server: no start, no weight check each time
-            base_url, slots = args.base_url, args.slots
-        else:
-            base_url, slots = server.start(progress=print), server.slots
-        chat = build_chat_model(
-            settings,
-            base_url=base_url,
-            model=server.served_model_id,
-            temperature=0.0,
-            keepalive=False,
-            stream_usage=True,
-        )
-        port = ChatPort(model=chat, name=server.model_name, base_url=base_url, warm_cache=True, slots=slots)
+    # --base-url: many runs against one server, with no start and no weight check each time
+    started = embedded_port(settings, n_parallel=2, base_url=args.base_url or None, slots=args.slots)
+    with started as (server, port):
         for i in range(args.skip_slots):
             port.slot(f"elsewhere-{i}")
         modes = [] if args.no_eval else ["each", "joint"] if args.mode == "both" else [args.mode]
+        # only what was asked for: the reader's defaults otherwise
+        read: dict[str, Any] = {
+            **({"logprobs": False} if args.no_logprobs else {}),
+            **({"combine": args.combine} if args.combine else {}),
+            **({"orders": args.orders} if args.orders else {}),
+            **({"focus": args.focus} if args.focus is not None else {}),
+        }
         for mode in modes:
             t0 = time.perf_counter()
             ev = evaluate(
@@ -189,10 +185,7 @@ def main() -> int:
                 mode=mode,  # type: ignore[arg-type]
                 piece_words=args.pieces,
                 letters=not args.claims,
-                **({"logprobs": False} if args.no_logprobs else {}),
-                **({"combine": args.combine} if args.combine else {}),
-                **({"orders": args.orders} if args.orders else {}),
-                **({"focus": args.focus} if args.focus is not None else {}),
+                **read,
                 on_answer=lambda it, a, r: print(
                     f"  {it.question_id} [{a.kind}] {r.cost.seconds:.1f} s, {r.cost.calls} requests + "
                     f"{r.cost.warm_calls} pieces, {r.cost.prompt_tokens - r.cost.cached_tokens} new prompt tokens, "

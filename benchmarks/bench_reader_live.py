@@ -43,13 +43,14 @@ sys.path.insert(0, str(REPO))
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage  # noqa: E402
 
+from benchmarks._embedded import chat_port  # noqa: E402
 from interviewer import prompts  # noqa: E402
 from interviewer.config import Settings  # noqa: E402
 from interviewer.content import load_bank  # noqa: E402
 from interviewer.content.models import Question  # noqa: E402
 from interviewer.engine.followups import intent  # noqa: E402
 from interviewer.llm.background import BackgroundPort  # noqa: E402
-from interviewer.llm.client import ChatPort, build_chat_model  # noqa: E402
+from interviewer.llm.client import ChatPort  # noqa: E402
 from interviewer.llm.embedded import EmbeddedServer  # noqa: E402
 from interviewer.scoring.reader import ReadingCancelled, read_answer  # noqa: E402
 from interviewer.scoring.reader_trust import load_probe_set  # noqa: E402
@@ -75,12 +76,8 @@ def live_messages(q: Question, answer: str, nonce: int) -> list[BaseMessage]:
 
 
 def port_over(settings: Settings, server: EmbeddedServer, base_url: str) -> ChatPort:
-    chat = build_chat_model(
-        settings, base_url=base_url, model=server.served_model_id, keepalive=False, stream_usage=True
-    )
-    return ChatPort(
-        model=chat, name=server.model_name, base_url=base_url, warm_cache=True, slots=server.slots
-    )
+    # the settings' temperature: this port also streams the live replies
+    return chat_port(settings, server, base_url, temperature=None)
 
 
 def memory(pid: int | None) -> str:

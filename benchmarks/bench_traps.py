@@ -23,11 +23,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmarks.read_traps import rejudged  # noqa: E402
 from interviewer.content import load_bank  # noqa: E402
 from interviewer.content.models import Question  # noqa: E402
 from interviewer.embeddings import MiniLMEmbedder  # noqa: E402
-from interviewer.scoring.probe_reader import said_nothing  # noqa: E402
+from interviewer.scoring.probe_reader import findings_of  # noqa: E402
+from interviewer.scoring.reader import Readings  # noqa: E402
 from interviewer.scoring.scorer import RubricScorer  # noqa: E402
 from interviewer.scoring.stages import ReadingFinding, ReadingInput  # noqa: E402
 from tests.support.traps import load_traps, question_split  # noqa: E402
@@ -55,23 +55,14 @@ def load_readings(
         except json.JSONDecodeError:
             continue  # a line still being written
         q: Question = bank.get(row["question"])  # type: ignore[attr-defined]
-        text = (texts or {}).get((row["question"], row["sha"]))
-        readings = rejudged(row["readings"], q, text) if text is not None else row["readings"]
-        main = readings.get("main")
+        main = row["readings"].get("main")
         if main is None:
             continue
-        probes = {(p.point, p.ask): p for p in q.probes}
-        found: list[ReadingFinding] = []
-        for f in main["probes"]:
-            probe = probes.get((f["point"], f["ask"]))
-            if probe is None:  # the probes changed since this reading
-                found = []
-                break
-            verdict = "absent" if f["finding"] == "not stated" else f["finding"]
-            undecided = verdict == "absent" and not said_nothing(f["replies"])
-            found.append(ReadingFinding(probe, f["read"], verdict, f.get("quote"), undecided))
-        if found:
-            out[(row["question"], row["sha"])] = found
+        text = (texts or {}).get((row["question"], row["sha"]))
+        readings = Readings.from_json(main, q, rejudge_text=text)
+        if readings is None or not readings.probes:  # probes that changed since, or none
+            continue
+        out[(row["question"], row["sha"])] = findings_of({"main": readings})
     return out
 
 
@@ -118,8 +109,8 @@ def main() -> int:
                 print(f"{qid:<50}" + "".join(f"{rows[qid][k]:>9.2f}" for k in LABELS))
         table(rows, "offline scorer")
         return 0
-    texts = {(qid, text_sha(x)): x for qid, t in traps.items() for x in t.texts().values()}
-    read = load_readings(args.readings, bank, texts)
+    by_sha = {(qid, text_sha(x)): x for qid, t in traps.items() for x in t.texts().values()}
+    read = load_readings(args.readings, bank, by_sha)
     without: dict[str, dict[str, float]] = {}
     acted = {label: {"contradicted": 0, "stated": 0, "halved": 0} for label in LABELS}
     withf: dict[str, dict[str, float]] = {}

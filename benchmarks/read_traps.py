@@ -28,11 +28,10 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from benchmarks._embedded import embedded_port  # noqa: E402
 from interviewer.config import Settings  # noqa: E402
 from interviewer.content import load_bank  # noqa: E402
 from interviewer.content.models import Question  # noqa: E402
-from interviewer.llm.client import ChatPort, build_chat_model  # noqa: E402
-from interviewer.llm.embedded import EmbeddedServer  # noqa: E402
 from interviewer.scoring import reader  # noqa: E402
 from tests.support.traps import load_traps, question_split  # noqa: E402
 
@@ -47,31 +46,15 @@ def reader_version(question: Question) -> str:
 
 
 def rejudged(readings: dict[str, Any], question: Question, text: str) -> dict[str, Any]:
-    """A stored reading with its option probes judged again by today's rubric comparison
-    (:func:`interviewer.scoring.reader.judge_option` over the stored per-order probabilities), so a change to
-    the deterministic side is measured without asking the model again. Other probes are kept as read."""
-    by_ask = {(p.point, p.ask): p for p in question.probes}
+    """A stored reading (``Readings.to_json()`` per part) with its option probes judged again by today's rules
+    (:meth:`interviewer.scoring.reader.Readings.from_json` with ``rejudge_text``), so a change to the
+    deterministic side is measured without asking the model again. A part read with probes that changed since
+    is left out."""
     out: dict[str, Any] = {}
     for part, got in readings.items():
-        probes = []
-        for f in got.get("probes", []):
-            probe = by_ask.get((f["point"], f["ask"]))
-            probs = f.get("probs")
-            if probe is not None and probe.kind == "option" and probs and all(d is not None for d in probs):
-                finding, read, quote, why = reader.judge_option(probe, f["replies"], text, probs, "mean")
-                f = {**f, "finding": finding, "read": read, "quote": quote, "why": why}
-            probes.append(f)
-        out[part] = {**got, "probes": probes}
-        findings = reader.aggregate(
-            [
-                reader.ProbeFinding(
-                    by_ask[(f["point"], f["ask"])], f["finding"], f["read"], (), f["quote"], ""
-                )
-                for f in probes
-                if (f["point"], f["ask"]) in by_ask
-            ]
-        )
-        out[part]["points"] = {k: {"finding": v.finding, "quote": v.quote} for k, v in findings.items()}
+        again = reader.Readings.from_json(got, question, rejudge_text=text)
+        if again is not None:
+            out[part] = again.to_json()
     return out
 
 
@@ -105,19 +88,7 @@ def main() -> int:
     qids = sorted(q for q in traps if question_split(q) == args.split)[args.offset :: max(1, args.every)]
     done = done_keys(out)
     settings = Settings(timeout=900.0, embedded_model=args.model)
-    with EmbeddedServer(settings, n_parallel=2) as server:
-        base_url = server.start(progress=print)
-        chat = build_chat_model(
-            settings,
-            base_url=base_url,
-            model=server.served_model_id,
-            temperature=0.0,
-            keepalive=False,
-            stream_usage=True,
-        )
-        port = ChatPort(
-            model=chat, name=server.model_name, base_url=base_url, warm_cache=True, slots=server.slots
-        )
+    with embedded_port(settings, n_parallel=2) as (server, port):
         t0, n = time.perf_counter(), 0
         for i, qid in enumerate(qids, 1):
             q = bank.get(qid)

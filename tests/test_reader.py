@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import math
@@ -20,12 +21,14 @@ from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, Huma
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from pydantic import PrivateAttr
 
-from interviewer.content.models import Probe
+from interviewer.content.models import Probe, Question
 from interviewer.llm.client import BACKGROUND_KEY, ChatPort
 from interviewer.scoring.reader import (
     NOT_STATED,
     PIECE_WORDS,
+    ProbeFinding,
     ReadingCancelled,
+    Readings,
     letter_probs,
     read_answer,
     rotated,
@@ -848,3 +851,79 @@ def test_a_size_read_in_a_neighbouring_unit_is_still_the_candidates_number() -> 
     # a number in no unit, or a size the candidate never wrote at any scale, is not theirs
     assert found(4000, "Four workers give 4x.", PER_TOKEN).finding == NOT_STATED
     assert found(300, "Per token it is about half a megabyte.", loose).finding == NOT_STATED
+
+
+# -- readings stored as JSON and rebuilt ---------------------------------------------------------------------
+
+
+def _asked(*probes: Probe) -> Question:
+    return Question.model_construct(question=QUESTION, probes=list(probes))
+
+
+def _stored(readings: Readings) -> dict[str, Any]:
+    """What a benchmark's JSONL keeps of a reading: its JSON, through a file's text."""
+    return json.loads(json.dumps(readings.to_json()))
+
+
+def test_stored_readings_come_back_as_the_same_findings_matched_to_the_questions_probes() -> None:
+    text = (
+        "Decode is limited by memory bandwidth. Per token the cache holds 524288 bytes. "
+        "The tile stays in shared memory."
+    )
+
+    def answer(q: str, options: list[str]) -> Any:
+        return 524288 if q.startswith("NUMBER") else "shared memory"
+
+    model = Reader(answer=answer, probs=_leaning({"decode": 0.6, "prefill": 0.15}))
+    read = read_answer(model, QUESTION, text, [PHASE, PER_TOKEN, MEMORY], mode="each")
+    assert [p.finding for p in read.probes] == ["stated", "stated", "stated"]
+
+    back = Readings.from_json(_stored(read), _asked(PHASE, PER_TOKEN, MEMORY))
+    assert back is not None and back.mode == read.mode and back.cost == read.cost
+
+    def without_probs(r: Readings) -> list[ProbeFinding]:
+        return [dataclasses.replace(p, probs=()) for p in r.probes]
+
+    assert without_probs(back) == without_probs(read)
+    # probabilities are stored to four places
+    assert [[{c: round(v, 4) for c, v in (d or {}).items()} for d in p.probs] for p in read.probes] == [
+        list(p.probs) for p in back.probes
+    ]
+    assert {k: (v.finding, v.quote) for k, v in back.points.items()} == {
+        k: (v.finding, v.quote) for k, v in read.points.items()
+    }
+    assert back.to_json() == read.to_json()
+    # a reading of a probe the question no longer asks is stale: nothing of it is rebuilt
+    reworded = PHASE.model_copy(update={"ask": "Which phase does the candidate say waits on memory?"})
+    assert Readings.from_json(_stored(read), _asked(reworded, PER_TOKEN, MEMORY)) is None
+
+
+def test_stored_probabilities_are_judged_again_by_todays_rules_when_the_text_is_given() -> None:
+    def reading(lean: float) -> Any:
+        def probs(tail: str, options: list[str]) -> dict[str, float]:
+            out = {c: 0.1 + (lean if i == 2 else 0.0) for i, c in enumerate([*options, NOT_STATED])}
+            out["prefill"] += 0.2
+            return out
+
+        return probs
+
+    text = "Prefill is the phase limited by memory bandwidth."
+    q = _asked(PHASE)
+    # a reading stored by a rule that took the average alone: the orders disagree, yet prefill was recorded
+    leaning = read_answer(Reader(probs=reading(0.35)), QUESTION, text, [PHASE], mode="each", orders=3)
+    old = _stored(leaning)
+    old["probes"][0].update(finding="contradicted", read="prefill", quote=text, why="old rule")
+    old["points"]["main.0"] = {"finding": "contradicted", "quote": text}
+
+    kept = Readings.from_json(old, q)
+    assert kept is not None and kept.probes[0].finding == "contradicted"  # as stored, without the text
+    again = Readings.from_json(old, q, rejudge_text=text)
+    assert again is not None and again.probes[0].finding == NOT_STATED
+    assert "disagree on a wrong claim" in again.probes[0].why and again.points["main.0"].finding == NOT_STATED
+    assert again.probes[0].replies == kept.probes[0].replies and again.probes[0].probs == kept.probes[0].probs
+    # every order picks prefill: judged again, the wrong claim stands, with the candidate's sentence
+    clear = _stored(read_answer(Reader(probs=reading(0.05)), QUESTION, text, [PHASE], mode="each", orders=3))
+    clear["probes"][0].update(finding=NOT_STATED, read=None, quote=None, why="old rule")
+    stands = Readings.from_json(clear, q, rejudge_text=text)
+    assert stands is not None and stands.probes[0].finding == "contradicted"
+    assert stands.probes[0].read == "prefill" and stands.points["main.0"].quote == text

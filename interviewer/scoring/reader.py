@@ -168,6 +168,40 @@ class Readings:
             "cost": {**self.cost.__dict__},
         }
 
+    @classmethod
+    def from_json(
+        cls, data: Mapping[str, Any], question: Question, *, rejudge_text: str | None = None
+    ) -> Readings | None:
+        """The readings :meth:`to_json` stored, each finding matched again to ``question``'s probe by its
+        (point, ask).
+
+        Args:
+            data: one part's :meth:`to_json`.
+            question: the question the answer was read for.
+            rejudge_text: the answer that was read. When given, an option probe stored with every order's
+                probabilities is judged again by today's rules (:func:`judge_option`, ``mean``), so a change to
+                the deterministic side is measured without asking the model again; other probes stay as read.
+
+        Returns:
+            The readings, key points aggregated again from the probes; None when a stored finding names a probe
+            the question no longer has (the probes changed since: the reading is stale, none of it is used).
+        """
+        by_ask = {(p.point, p.ask): p for p in question.probes}
+        found: list[ProbeFinding] = []
+        for f in data.get("probes", []):
+            probe = by_ask.get((f["point"], f["ask"]))
+            if probe is None:
+                return None
+            replies = tuple(f.get("replies") or ())
+            probs = tuple(f.get("probs") or ())
+            finding, read, quote, why = f["finding"], f.get("read"), f.get("quote"), f.get("why", "")
+            if rejudge_text is not None and probe.kind == "option" and probs and None not in probs:
+                finding, read, quote, why = judge_option(probe, replies, rejudge_text, probs, "mean")
+            found.append(ProbeFinding(probe, finding, read, replies, quote, why, probs))
+        known = ReadingCost.__dataclass_fields__
+        cost = ReadingCost(**{k: v for k, v in (data.get("cost") or {}).items() if k in known})
+        return cls(found, aggregate(found), cost, data.get("mode", DEFAULT_MODE))
+
 
 _VERDICT: dict[Finding, Verdict] = {"stated": "stated", "contradicted": "contradicted", NOT_STATED: "absent"}
 
