@@ -927,3 +927,20 @@ def test_stored_probabilities_are_judged_again_by_todays_rules_when_the_text_is_
     stands = Readings.from_json(clear, q, rejudge_text=text)
     assert stands is not None and stands.probes[0].finding == "contradicted"
     assert stands.probes[0].read == "prefill" and stands.points["main.0"].quote == text
+
+
+def test_stored_numbers_are_judged_again_from_the_value_read() -> None:
+    both = (
+        "One layer alone is 2 x 4096 x 2 = 16,384 bytes; over all 32 layers that is 524,288 bytes per token."
+    )
+    stored = _stored(read_answer(Reader(answer=lambda q, o: 16384), QUESTION, both, [PER_TOKEN], mode="each"))
+    # as an older rule recorded it: the misread value contradicted the key point
+    stored["probes"][0].update(finding="contradicted", quote=both, why="old rule")
+    q = _asked(PER_TOKEN)
+    kept = Readings.from_json(stored, q)
+    assert kept is not None and kept.probes[0].finding == "contradicted"
+    again = Readings.from_json(stored, q, rejudge_text=both)
+    assert again is not None and again.probes[0].finding == NOT_STATED and again.probes[0].read == 16384
+    # a value the text does not assert is not the candidate's, whatever was stored
+    vague = Readings.from_json(stored, q, rejudge_text="It is a lot of memory.")
+    assert vague is not None and vague.probes[0].finding == NOT_STATED

@@ -178,9 +178,11 @@ class Readings:
         Args:
             data: one part's :meth:`to_json`.
             question: the question the answer was read for.
-            rejudge_text: the answer that was read. When given, an option probe stored with every order's
-                probabilities is judged again by today's rules (:func:`judge_option`, ``mean``), so a change to
-                the deterministic side is measured without asking the model again; other probes stay as read.
+            rejudge_text: the answer that was read. When given, every probe is judged again by today's rules
+                from what the model replied (an option probe from every order's stored probabilities, with
+                :func:`judge_option` ``mean``; numbers and names from the value read), so a change to the
+                deterministic side is measured without asking the model again. Options stored without
+                probabilities stay as read.
 
         Returns:
             The readings, key points aggregated again from the probes; None when a stored finding names a probe
@@ -195,8 +197,16 @@ class Readings:
             replies = tuple(f.get("replies") or ())
             probs = tuple(f.get("probs") or ())
             finding, read, quote, why = f["finding"], f.get("read"), f.get("quote"), f.get("why", "")
-            if rejudge_text is not None and probe.kind == "option" and probs and None not in probs:
-                finding, read, quote, why = judge_option(probe, replies, rejudge_text, probs, "mean")
+            if rejudge_text is not None:
+                if probe.kind == "option" and probs and None not in probs:
+                    finding, read, quote, why = judge_option(probe, replies, rejudge_text, probs, "mean")
+                elif probe.kind == "number":
+                    value = float(read) if isinstance(read, int | float) else None
+                    finding, quote, why = judge_number(probe, value, rejudge_text)
+                elif probe.kind == "named":
+                    finding, quote, why = judge_name(
+                        probe, read if isinstance(read, str) else None, rejudge_text
+                    )
             found.append(ProbeFinding(probe, finding, read, replies, quote, why, probs))
         known = ReadingCost.__dataclass_fields__
         cost = ReadingCost(**{k: v for k, v in (data.get("cost") or {}).items() if k in known})
