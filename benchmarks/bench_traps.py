@@ -29,7 +29,7 @@ from interviewer.embeddings import MiniLMEmbedder  # noqa: E402
 from interviewer.scoring.probe_reader import findings_of  # noqa: E402
 from interviewer.scoring.reader import Readings  # noqa: E402
 from interviewer.scoring.scorer import RubricScorer  # noqa: E402
-from interviewer.scoring.stages import ReadingFinding, ReadingInput  # noqa: E402
+from interviewer.scoring.stages import ReaderTrust, ReadingFinding, ReadingInput  # noqa: E402
 from tests.support.traps import load_traps, question_split  # noqa: E402
 
 LABELS = ("strong", "partial", "wrong", "off_topic")
@@ -85,6 +85,13 @@ def table(rows: dict[str, dict[str, float]], title: str) -> None:
         )
 
 
+def parse_trust(text: str) -> ReaderTrust:
+    """``0.76`` or ``0.76,option=0.52,number=0.88,named=1``: overall, then per probe kind."""
+    overall, *kinds = text.split(",")
+    per_kind = {k.strip(): float(v) for k, v in (item.split("=", 1) for item in kinds)}
+    return ReaderTrust(float(overall), per_kind)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--round", default=None, help="one round's traps (default: all)")
@@ -92,9 +99,10 @@ def main() -> int:
     ap.add_argument("--readings", type=Path, default=None, help="a read_traps.py JSONL: score with findings")
     ap.add_argument(
         "--trust",
-        type=float,
-        default=0.76,
-        help="the reader weight (default: the embedded model's dev figure)",
+        type=parse_trust,
+        default=parse_trust("0.76"),
+        help="the reader weight, overall and optionally per probe kind: 0.76 or 0.76,option=0.52,number=0.88 "
+        "(default: the embedded model's overall dev figure, every kind alike)",
     )
     args = ap.parse_args()
     bank = load_bank(REPO)
@@ -135,7 +143,10 @@ def main() -> int:
             acted[label]["halved"] += any("probes find them not stated" in n for n in got.notes)
         if args.per_question:
             print(f"{qid:<46}" + "".join(f"{without[qid][k]:>6.2f}>{withf[qid][k]:<5.2f}" for k in LABELS))
-    print(f"readings: {args.readings} ({len(read)} answers read, trust {args.trust})")
+    kinds = ", ".join(f"{k} {v:g}" for k, v in args.trust.per_kind.items())
+    print(
+        f"readings: {args.readings} ({len(read)} answers read, trust {args.trust.overall:g}{'; ' + kinds if kinds else ''})"
+    )
     table(without, "without findings")
     table(withf, "with findings")
     print("\nanswers with a key point the probes find contradicted / stated / vocabulary-only (halved):")

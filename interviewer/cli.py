@@ -637,7 +637,13 @@ def _calibrate_reader() -> None:
 
     from interviewer.runtime import Runtime
     from interviewer.scoring.reader import DEFAULT_MODE
-    from interviewer.scoring.reader_trust import default_probe_set, evaluate, load_probe_set, store_trust
+    from interviewer.scoring.reader_trust import (
+        default_probe_set,
+        evaluate,
+        load_probe_set,
+        load_trust,
+        store_trust,
+    )
 
     settings = _settings()
     rt = Runtime(settings)
@@ -658,6 +664,9 @@ def _calibrate_reader() -> None:
         rt.close()
     print(ev.table())
     console.print(f"reader weight for {model_id}: {ev.accuracy('dev'):.2f} -> {path}")
+    trust = load_trust(settings.data_dir, model_id)
+    if trust is not None and trust.quiet_kinds():
+        console.print(f"findings of {', '.join(trust.quiet_kinds())} probes are noted only (below the bar)")
 
 
 def _trap_lines(traps: Path | None) -> str:

@@ -572,7 +572,10 @@ def test_trust_is_stored_and_read_per_model_id(tmp_path: Path) -> None:
     assert 0.0 < ev.accuracy("dev") < 1.0  # a position-biased reader agrees with some labels, not all
     path = store_trust(tmp_path, "model-a", ev, mode="each", probe_set=Path("probe_set.yaml"))
     store_trust(tmp_path, "model-b", ev, mode="each", probe_set=Path("probe_set.yaml"))
-    assert load_trust(tmp_path, "model-a") == pytest.approx(ev.accuracy("dev"), abs=1e-4)
+    trust = load_trust(tmp_path, "model-a")
+    assert trust is not None and trust.overall == pytest.approx(ev.accuracy("dev"), abs=1e-4)
+    stats = ev.stats["dev"]
+    assert trust.per_kind == {k: pytest.approx(stats.agree[k] / n, abs=1e-4) for k, n in stats.total.items()}
     assert load_trust(tmp_path, "model-c") is None
     data = json.loads(path.read_text())
     assert set(data) == {"model-a", "model-b"}
@@ -653,7 +656,7 @@ def test_calibrate_reader_stores_the_configured_models_weight(
     weight = load_trust(tmp_path, "fake-model-id")
     items = load_probe_set()
     expected = evaluate(Reader(answer=_first_option), items, splits=("dev",)).accuracy("dev")
-    assert weight == pytest.approx(expected, abs=1e-4)
+    assert weight is not None and weight.overall == pytest.approx(expected, abs=1e-4)
 
 
 def test_read_question_reads_each_part_and_gives_the_scorer_verdicts_per_key_point() -> None:

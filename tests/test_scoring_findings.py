@@ -29,6 +29,7 @@ from interviewer.scoring.scorer import CONTRADICTED_ANSWER_MAX, CONTRADICTED_CRI
 from interviewer.scoring.stages import (
     MIN_READER_TRUST,
     VOCABULARY_ONLY_CREDIT,
+    ReaderTrust,
     ReadingFinding,
     ReadingInput,
     ReadingVerdict,
@@ -59,7 +60,9 @@ class Scripted:
     """A reader that finds what it is told per probe point (every other probe: not stated)."""
 
     def __init__(
-        self, found: dict[str, tuple[ReadingVerdict, str | None]] | None = None, trust: float | None = 0.9
+        self,
+        found: dict[str, tuple[ReadingVerdict, str | None]] | None = None,
+        trust: float | ReaderTrust | None = 0.9,
     ) -> None:
         self.found = found or {}
         self.trust = trust
@@ -170,6 +173,31 @@ def test_a_reader_below_the_minimum_trust_is_noted_and_changes_nothing(
     assert low.overall == offline.overall
     assert [c.level for c in low.criteria] == [c.level for c in offline.criteria]
     assert any("noted only" in n for n in low.notes)
+
+
+def test_findings_act_only_for_the_probe_kinds_the_model_reads_well_enough(
+    scorer: RubricScorer, question: Question
+) -> None:
+    answer = _strong_with_wrong_phases()
+    offline = scorer.score(question, [answer])
+    picks_poorly = ReaderTrust(0.8, {"option": MIN_READER_TRUST - 0.1, "number": 0.9})
+    # the phase probe is an option probe: read by a model measured below the bar on options, it is noted only
+    numbers: dict[str, tuple[ReadingVerdict, str | None]] = {
+        k: ("stated", None) for k in ("main.0", "main.1")
+    }
+    contradicted = Scripted({**numbers, PHASE_POINT: ("contradicted", WRONG_PHASES)}, picks_poorly)
+    noted = scorer.score(question, [answer], reader=contradicted)
+    assert noted.overall == offline.overall
+    assert not any(c.status == "contradicted" for c in noted.criteria)
+    assert any("option probes at 0.50" in n and "noted only" in n for n in noted.notes)
+    # nor does a silent option probe halve vocabulary credit for it
+    assert noted.overall == scorer.score(question, [answer], reader=Scripted(numbers, picks_poorly)).overall
+    # the same model's number probes act: a wrong per-token time caps the answer
+    wrong_time = Scripted({"main.1": ("contradicted", answer.split(". ")[0])}, picks_poorly)
+    assert scorer.score(question, [answer], reader=wrong_time).overall <= CONTRADICTED_ANSWER_MAX
+    # measured well on every kind, the option finding caps as before
+    reads_well = Scripted({PHASE_POINT: ("contradicted", WRONG_PHASES)}, ReaderTrust(0.8, {"option": 0.7}))
+    assert scorer.score(question, [answer], reader=reads_well).overall <= CONTRADICTED_ANSWER_MAX
 
 
 def test_the_scorers_own_trust_applies_to_a_reader_without_one(question: Question) -> None:
@@ -355,7 +383,7 @@ def test_the_runtime_reads_with_the_configured_models_stored_trust(tmp_path: Pat
         ChatPort(ScriptedChatModel(), name="scripted"), ModelChoice("http://x/v1", "served-id", "s", False)
     )
     reader = rt.reader(rt.model())
-    assert isinstance(reader, ProbeReader) and reader.trust == 0.81
+    assert isinstance(reader, ProbeReader) and reader.trust is not None and reader.trust.overall == 0.81
     rt.set_model(
         ChatPort(ScriptedChatModel(), name="other"), ModelChoice("http://x/v1", "other-id", "o", False)
     )

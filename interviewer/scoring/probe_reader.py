@@ -17,7 +17,7 @@ from typing import Any
 
 from interviewer.content.models import Question
 from interviewer.scoring import reader
-from interviewer.scoring.stages import ReadingFinding, ReadingInput, ReadingVerdict
+from interviewer.scoring.stages import ReaderTrust, ReadingFinding, ReadingInput, ReadingVerdict
 
 _VERDICT: dict[str, ReadingVerdict] = {"stated": "stated", "contradicted": "contradicted"}
 _NOTHING = {reader.NOT_STATED, "", "none", "null", "n/a"}
@@ -48,13 +48,19 @@ class ProbeReader:
 
     Args:
         port: the model; on a :class:`~interviewer.llm.client.ChatPort` the requests use its background slot.
-        trust: the model's measured reading agreement (None: never measured, findings are only noted).
+        trust: the model's measured reading agreement, overall or per probe kind (None: never measured,
+            findings are only noted).
         cancel: set it to stop a reading in progress (the score then keeps its offline form, with a note).
         read_kwargs: passed to :func:`~interviewer.scoring.reader.read_answer` (mode, letters, piece_words).
     """
 
     def __init__(
-        self, port: Any, trust: float | None, *, cancel: threading.Event | None = None, **read_kwargs: Any
+        self,
+        port: Any,
+        trust: float | ReaderTrust | None,
+        *,
+        cancel: threading.Event | None = None,
+        **read_kwargs: Any,
     ) -> None:
         self.port = port
         self.trust = trust

@@ -20,6 +20,7 @@ from typing import Any, Literal
 from interviewer.content.models import Probe
 from interviewer.errors import InputError
 from interviewer.scoring.reader import DEFAULT_MODE, Finding, Mode, ReaderStats, Readings, read_answer
+from interviewer.scoring.stages import ReaderTrust
 
 TRUST_FILE = "reader_trust.json"
 Split = Literal["dev", "heldout"]
@@ -191,16 +192,20 @@ def trust_path(data_dir: Path) -> Path:
     return Path(data_dir) / TRUST_FILE
 
 
-def load_trust(data_dir: Path, model_id: str) -> float | None:
-    """The stored weight for ``model_id`` (its dev agreement, 0-1), or None when it was never measured."""
+def load_trust(data_dir: Path, model_id: str) -> ReaderTrust | None:
+    """The stored weight for ``model_id`` (its dev agreement, 0-1, overall and per probe kind), or None when it
+    was never measured."""
     path = trust_path(data_dir)
     try:
         entry = json.loads(path.read_text(encoding="utf-8")).get(model_id)
     except (OSError, ValueError, AttributeError):
         return None
     try:
-        return float(entry["weight"]) if entry else None
-    except (KeyError, TypeError, ValueError):
+        if not entry:
+            return None
+        per_kind = {str(k): float(v) for k, v in (entry.get("per_kind") or {}).items()}
+        return ReaderTrust(float(entry["weight"]), per_kind)
+    except (KeyError, TypeError, ValueError, AttributeError):
         return None
 
 

@@ -138,7 +138,7 @@ class RubricScorer:
         neighbours: Sequence[Question] | None = None,
         judge_weight: float = 0.5,
         reader: Reader | None = None,
-        reader_trust: float | None = None,
+        reader_trust: float | stages.ReaderTrust | None = None,
     ) -> None:
         self._embedder = embedder
         self._enc: TextEncoder | None = None

@@ -11,7 +11,7 @@ question's caps, hints, and the per-key-point verdicts. The rules and their numb
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -583,6 +583,32 @@ def readings(spec: RubricSpec, seen: ScreenedAnswers, reader: Reader | None) -> 
 # measured, they are noted and change nothing. The embedded 1.5B model agrees on 76% of the probe set's dev
 # half; a reader that gets more than one probe in three wrong would cap right answers as wrong too often.
 MIN_READER_TRUST = 0.6
+
+
+@dataclass(frozen=True)
+class ReaderTrust:
+    """A reading model's measured agreement with hand labels, overall and per probe kind where measured.
+
+    Findings act per kind: a kind whose own agreement is below :data:`MIN_READER_TRUST` (a small model reads
+    typed numbers and names far better than it picks among worded claims) is noted and changes nothing, even
+    when the model's overall agreement lets the other kinds act.
+    """
+
+    overall: float
+    per_kind: Mapping[str, float] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, trust: float | ReaderTrust | None) -> ReaderTrust | None:
+        return ReaderTrust(float(trust)) if isinstance(trust, int | float) else trust
+
+    def acts_on(self, kind: str) -> bool:
+        return self.overall >= MIN_READER_TRUST and self.per_kind.get(kind, self.overall) >= MIN_READER_TRUST
+
+    def quiet_kinds(self) -> list[str]:
+        """The probe kinds measured below the bar (their findings are only noted)."""
+        return sorted(k for k, v in self.per_kind.items() if v < MIN_READER_TRUST)
+
+
 # A key point credited by coverage (shared vocabulary) while every probe of it reads "not stated" keeps this
 # share of its credit: the answer uses the key point's words without saying what it says.
 VOCABULARY_ONLY_CREDIT = 0.5
@@ -650,23 +676,34 @@ def _key_point_of(spec: RubricSpec, point: str) -> tuple[str, int, str] | None:
 
 
 def findings(
-    enc: TextEncoder, spec: RubricSpec, reads: Readings, cov: CoverageResult, trust: float | None
+    enc: TextEncoder,
+    spec: RubricSpec,
+    reads: Readings,
+    cov: CoverageResult,
+    trust: float | ReaderTrust | None,
 ) -> Findings:
     """Per key point: contradicted if a probe contradicts it (unless another probe finds the true thing in the
     same sentence: the reading is mixed, nothing is decided), else stated if a probe states it, else absent.
 
-    Acting on them (``trust`` at least :data:`MIN_READER_TRUST`): a contradicted main key point becomes a hit
+    Only the probe kinds ``trust`` lets act are weighed (:meth:`ReaderTrust.acts_on`; a plain number is the
+    same figure for every kind); the others' findings are noted. Acting on them: a contradicted main key
+    point becomes a hit
     on the criterion it belongs to (capped like a classic wrong claim, the candidate's sentence recorded);
     a main key point coverage counts as covered while its probes find it not stated keeps
     :data:`VOCABULARY_ONLY_CREDIT` of its credit; a why level's findings go to :func:`depth`.
     """
     out = Findings()
+    measured = ReaderTrust.of(trust)
     if not reads.findings:
         return out
+    # A trusted model's findings of a kind measured below the bar are left out (noted), the rest weighed.
+    trusted = measured is not None and measured.overall >= MIN_READER_TRUST
+    used = [f for f in reads.findings if measured is None or not trusted or measured.acts_on(f.probe.kind)]
+    quiet = len(reads.findings) - len(used)
     by_point: dict[str, list[ReadingFinding]] = {}
-    for f in reads.findings:
+    for f in used:
         by_point.setdefault(f.probe.point, []).append(f)
-    stated_quotes = {f.quote for f in reads.findings if f.verdict == "stated" and f.quote}
+    stated_quotes = {f.quote for f in used if f.verdict == "stated" and f.quote}
     covered = {m.key_point for m in cov.matches if m.covered}
     wrong: dict[str, ReadingFinding] = {}
     undecided: set[str] = set()
@@ -699,23 +736,29 @@ def findings(
         if against:
             wrong[key_point] = against[0]
     count = {v: sum(x == v for x in out.points.values()) for v in VERDICTS}
-    trust_text = "never measured" if trust is None else f"{trust:.2f}"
+    trust_text = "never measured" if measured is None else f"{measured.overall:.2f}"
     out.notes.append(
         f"reading probes (reader trust {trust_text}): {count['stated']}/{len(out.points)} key points stated, "
         f"{count['contradicted']} contradicted" + (f", {mixed} read both ways (not decided)" if mixed else "")
     )
-    out.acting = trust is not None and trust >= MIN_READER_TRUST
-    out.trust = trust or 0.0
+    out.acting = trusted
+    out.trust = measured.overall if measured is not None else 0.0
     if not out.acting:
         out.notes.append(
             "reading probes noted only: "
             + (
                 "the model's reading was never measured (interviewer calibrate --reader)"
-                if trust is None
-                else f"the model's reading agreement {trust:.2f} is below {MIN_READER_TRUST}"
+                if measured is None
+                else f"the model's reading agreement {measured.overall:.2f} is below {MIN_READER_TRUST}"
             )
         )
         return out
+    if quiet and measured is not None:
+        out.notes.append(
+            f"{quiet} probe reading(s) noted only: the model reads "
+            + ", ".join(f"{k} probes at {measured.per_kind[k]:.2f}" for k in measured.quiet_kinds())
+            + f", below {MIN_READER_TRUST}"
+        )
     crit_of = {
         k: name for name, ks in assign_key_points(enc, spec.criteria, spec.key_points).items() for k in ks
     }
