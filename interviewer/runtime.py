@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from interviewer.scoring.background import BackgroundJudge
     from interviewer.scoring.probe_reader import ProbeReader
     from interviewer.scoring.scorer import RubricScorer
+    from interviewer.scoring.stages import ReaderTrust
 
 log = logging.getLogger(__name__)
 
@@ -255,11 +256,22 @@ class Runtime:
             return None
         from interviewer.scoring.probe_reader import ProbeReader
 
-        choice = self._choice
-        model_id = choice.model if choice else port.name
         return ProbeReader.for_model(
-            self.background(port), self.settings.data_dir, model_id, cancel=self._reading_cancel
+            self.background(port), self.settings.data_dir, self._model_id(port), cancel=self._reading_cancel
         )
+
+    def reading_trust(self, port: ChatPort | None) -> ReaderTrust | None:
+        """The model's measured reading trust (``interviewer calibrate --reader``, or the one shipped for the
+        embedded model); None without a model or a measurement."""
+        if port is None:
+            return None
+        from interviewer.scoring.reader_trust import load_trust
+
+        return load_trust(self.settings.data_dir, self._model_id(port))
+
+    def _model_id(self, port: ChatPort) -> str:
+        choice = self._choice
+        return choice.model if choice else port.name
 
     def background(self, port: ChatPort) -> BackgroundPort:
         """The port background work (the reader, the truth judge) uses beside the live ``port``.
@@ -328,6 +340,7 @@ class Runtime:
             listener=self.listener(),  # reads each answer offline before the follow-up (no model call)
             # the probes read while the candidate answers, on the background server or slot
             reading_port=self.background(model) if model is not None and self.settings.listen else None,
+            reading_trust=self.reading_trust(model) if self.settings.listen else None,
             answer_seconds=self.settings.answer_seconds,
             max_answer_chars=self.settings.max_answer_chars,
             owner=owner,

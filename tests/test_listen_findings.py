@@ -152,6 +152,39 @@ def test_with_no_findings_the_listener_decides_as_before():
         assert move(answer, empty).move == move(answer, None).move
 
 
+def test_findings_of_a_probe_kind_the_model_reads_poorly_are_not_heeded():
+    both = readings(
+        {
+            "main.0": ("contradicted", WRONG_SENTENCE, "lowers it"),
+            "why1.0": ("stated", WRONG, "spread out over time"),
+        }
+    )
+    names_only = Findings.from_json(WRONG, both, acts_on=lambda kind: kind != "option")
+    assert "main.0" not in names_only.points  # the option probe's contradiction is left out, not re-decided
+    assert names_only.points["why1.0"].finding == "stated" and names_only.points["why1.0"].typed
+    # no challenge from it: the move is the one the name finding alone gives
+    alone = Findings.from_json(WRONG, readings({"why1.0": ("stated", WRONG, "spread out over time")}))
+    assert move(WRONG, names_only).move == move(WRONG, alone).move != "challenge"
+    assert move(WRONG, Findings.from_json(WRONG, both)).move == "challenge"  # every kind heeded: challenged
+
+
+def test_the_interview_heeds_only_the_kinds_its_reading_model_is_trusted_on(tmp_path):
+    from interviewer.scoring.stages import MIN_READER_TRUST, ReaderTrust
+
+    model = ScriptedChatModel().queue(*[_reader_reply] * 12)
+    it = _interview(
+        tmp_path,
+        ChatPort(model, name="scripted reader"),
+        trust=ReaderTrust(0.8, {"option": MIN_READER_TRUST - 0.05}),
+    )
+    it.ahead.read_ahead(WRONG)
+    assert it.reading.probing.wait_idle(10) and model.calls
+    it.submit(WRONG)
+    it.advance_all()
+    meta = [e.payload for e in it.ports.store.events(it.session_id) if e.kind == "asked"][-1]
+    assert meta["move"] != "challenge"
+
+
 # -- through the engine: read while typed, used at Send only when ready -----------------------------------
 
 
@@ -166,13 +199,14 @@ def _reader_reply(messages: Any) -> str:
     return letter.group(1) if "the letter alone" in prompt else json.dumps({"claim": letter.group(1)})
 
 
-def _interview(tmp_path: Path, reader: Any) -> Interview:
+def _interview(tmp_path: Path, reader: Any, trust: Any = None) -> Interview:
     q = question()
     ports = Ports(
         bank=Bank(root=tmp_path, questions={q.id: q}),
         store=SessionStore(tmp_path / "s.db"),
         listener=Listener(),
         reading_port=reader,
+        reading_trust=trust,
     )
     it = Interview.start(ports, ["inference-deep-dive"], question_ids=[q.id])
     it.advance_all()

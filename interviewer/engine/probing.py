@@ -53,9 +53,16 @@ def _words(text: str) -> list[str]:
 class ProbeAhead:
     """One interview's background reader: the latest text offered is read next, on one worker thread."""
 
-    def __init__(self, port: Any | None, read: ReadFn = read_with_probes) -> None:
+    def __init__(
+        self,
+        port: Any | None,
+        read: ReadFn = read_with_probes,
+        acts_on: Callable[[str], bool] | None = None,
+    ) -> None:
         self.port = port
         self._read = read
+        # which probe kinds the listener heeds (the reading model's measured trust); None: every kind
+        self._acts_on = acts_on
         self._lock = threading.Lock()
         self._next: tuple[Question, int, str] | None = None
         self._busy: tuple[str, int, str] | None = None
@@ -104,7 +111,7 @@ class ProbeAhead:
                 self.failures += 1
                 log.debug("probe reading failed: %s", e)
                 continue
-            findings = Findings.from_json(text, got)
+            findings = Findings.from_json(text, got, self._acts_on)
             with self._lock:
                 self._done[(q.id, level, text)] = findings
                 while len(self._done) > _KEPT:

@@ -37,7 +37,10 @@ class AnswerReader:
         self.ports = ports
         self.log = log
         # The reading probes' findings on the answer so far, when they are ready before Send.
-        self.probing = probing or ProbeAhead(ports.reading_port)
+        trust = ports.reading_trust
+        self.probing = probing or ProbeAhead(
+            ports.reading_port, acts_on=trust.acts_on if trust is not None else None
+        )
 
     def validate(self, text: str) -> str:
         """The answer as stored, or InputError with a message for the candidate."""
