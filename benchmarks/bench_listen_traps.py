@@ -1,6 +1,6 @@
 """The answer reader on answers written independently of the rubrics: the trap set (tests/data/traps).
 
-Run: ``.venv/bin/python benchmarks/bench_listen_traps.py [--lexical] [--readings FILE]``
+Run: ``.venv/bin/python benchmarks/bench_listen_traps.py [--lexical] [--readings FILE [--trust 0.76,option=0.52]]``
 
 For each non-coding question, the four trap answers are read as the candidate's first answer (level 0), the
 way the interviewer reads them before choosing its follow-up, and the table counts what the reader decided:
@@ -30,8 +30,10 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 import json  # noqa: E402
+from collections.abc import Callable  # noqa: E402
 from typing import Any  # noqa: E402
 
+from benchmarks.bench_traps import parse_trust  # noqa: E402
 from benchmarks.read_traps import rejudged  # noqa: E402
 from interviewer.content import Bank, load_bank  # noqa: E402
 from interviewer.content.models import Question  # noqa: E402
@@ -45,6 +47,13 @@ def main() -> int:
     ap.add_argument("--lexical", action="store_true", help="the reader's own off-topic rule, no scorer")
     ap.add_argument("--readings", type=Path, default=None, help="JSONL of benchmarks/read_traps.py")
     ap.add_argument("--verbose", action="store_true")
+    ap.add_argument(
+        "--trust",
+        type=parse_trust,
+        default=None,
+        help="the reading model's trust, overall and per probe kind (0.76,option=0.52): only the kinds it "
+        "lets act are heeded (default: every kind)",
+    )
     args = ap.parse_args()
     bank = load_bank(REPO)
     neighbours = list(bank.questions.values())
@@ -52,7 +61,8 @@ def main() -> int:
     listener = Listener(neighbours=neighbours, topic=topic)
     traps = load_traps()
     if args.readings is not None:
-        return with_readings(args.readings, bank, traps, listener, args.verbose)
+        acts_on = args.trust.acts_on if args.trust is not None else None
+        return with_readings(args.readings, bank, traps, listener, args.verbose, acts_on)
     labels = ("strong", "partial", "wrong", "off_topic")
     kinds: dict[str, dict[str, Counter[str]]] = {
         split: {k: Counter() for k in labels} for split in ("dev", "heldout", "all")
@@ -104,7 +114,12 @@ def asserts_authored(q: Question, listener: Listener, text: str, claim: str) -> 
 
 
 def with_readings(
-    path: Path, bank: Bank, traps: dict[str, TrapFile], listener: Listener, verbose: bool
+    path: Path,
+    bank: Bank,
+    traps: dict[str, TrapFile],
+    listener: Listener,
+    verbose: bool,
+    acts_on: Callable[[str], bool] | None = None,
 ) -> int:
     rows: dict[tuple[str, str], dict[str, Any]] = {}
     for line in path.read_text(encoding="utf-8").splitlines():
@@ -127,7 +142,7 @@ def with_readings(
             stale += 1
             continue
         questions.add(qid)
-        findings = Findings.from_json(text, rejudged(row["readings"], q, text))
+        findings = Findings.from_json(text, rejudged(row["readings"], q, text), acts_on)
         step1 = len(q.why(1).key_points) if q.why_chain else 0
         share = findings.share("why1", step1)
         why1_stated = share is not None and share >= WELL
