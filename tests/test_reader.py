@@ -849,7 +849,7 @@ def test_a_size_read_in_a_neighbouring_unit_is_still_the_candidates_number() -> 
     # "2 GiB" read as 2,097,152 (KiB): compared as the candidate wrote it, 2 GiB
     sequence = PER_TOKEN.model_copy(update={"value": 2147483648.0, "tolerance": 0.08})
     assert found(2097152, "A full sequence then needs 2 GiB.", sequence).finding == "stated"
-    wrong = found(64, "A full sequence is 64 MB.", sequence)
+    wrong = found(64, "The KV cache of a full sequence is 64 MB.", sequence)
     assert wrong.finding == "contradicted" and "64 MB" in wrong.why
     # a number in no unit, or a size the candidate never wrote at any scale, is not theirs
     assert found(4000, "Four workers give 4x.", PER_TOKEN).finding == NOT_STATED
@@ -947,3 +947,37 @@ def test_stored_numbers_are_judged_again_from_the_value_read() -> None:
     # a value the text does not assert is not the candidate's, whatever was stored
     vague = Readings.from_json(stored, q, rejudge_text="It is a lot of memory.")
     assert vague is not None and vague.probes[0].finding == NOT_STATED
+
+
+def test_a_wrong_number_contradicts_only_as_the_candidates_answer_to_the_reading_question() -> None:
+    def found(read: float, text: str, probe: Probe = PER_TOKEN) -> Any:
+        return read_each(Reader(answer=lambda q, o: read), QUESTION, text, [probe]).probes[0]
+
+    # copied from a sentence on something else: a misread, not the candidate's answer
+    elsewhere = found(2, "Padding each row by 2 elements fixes the conflicts.")
+    assert elsewhere.finding == NOT_STATED and "something else" in elsewhere.why
+    # the question's own input, in a sentence about overflow rather than the log-sum-exp asked for
+    lse = Probe(point="main.0", kind="number", ask="What log-sum-exp does the candidate compute for [1000, 1001]?",
+                value=1001.31, tolerance=0.0001)  # fmt: skip
+    overflow = found(1000, "The exp of 1000 is far beyond the largest float32, so it overflows.", lse)
+    assert overflow.finding == NOT_STATED
+    # the same wrong value, given as the answer in a sentence about the question, contradicts
+    assert found(1000, "So the log-sum-exp is 1000, the larger input.", lse).finding == "contradicted"
+    # "a couple of megabytes" is the candidate's 2 MB, so a misread "15 KB" beside it contradicts nothing
+    h100 = Probe(point="main.2", kind="number", ask="How many bytes in flight does an H100 need for full bandwidth?",
+                 value=2_000_000, tolerance=0.5, unit="bytes")  # fmt: skip
+    text = "An H100 needs a couple of megabytes in flight for full bandwidth, about 15 KB per SM."
+    assert found(15, text, h100).finding == NOT_STATED
+    assert spoken_to_digits("a couple of megabytes") == "2 MB"
+
+
+def test_a_wrong_name_beside_a_right_one_contradicts_nothing() -> None:
+    limit = Probe(point="main.0", kind="named", ask="Which resource does the candidate name as the limit?",
+                  accept=["register file", "registers"], reject=["shared memory"])  # fmt: skip
+    both = "What caps it is the register file, plus shared memory per block."
+    mixed = read_each(Reader(answer=lambda q, o: "shared memory"), QUESTION, both, [limit]).probes[0]
+    assert mixed.finding == NOT_STATED and "also names" in mixed.why
+    only = "What caps it here is shared memory per block."
+    assert read_each(Reader(answer=lambda q, o: "shared memory"), QUESTION, only, [limit]).probes[
+        0
+    ].finding == ("contradicted")

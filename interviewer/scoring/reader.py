@@ -322,10 +322,14 @@ def _words_value(words: list[str]) -> float | None:
     return float(total + current) if seen else None
 
 
+_COUPLE = re.compile(r"\ba couple of\b", re.I)
+
+
 def spoken_to_digits(text: str) -> str:
     """``text`` with spelled-out numbers and units as digits and symbols ("seven milliseconds" -> "7 milliseconds",
-    "half a megabyte" -> "0.5 MB", "two terabytes a second" -> "2 TB/s"), for the numeric parser."""
-    parts = _WORD.findall(text)
+    "half a megabyte" -> "0.5 MB", "a couple of megabytes" -> "2 MB", "two terabytes a second" -> "2 TB/s"), for
+    the numeric parser."""
+    parts = _WORD.findall(_COUPLE.sub("two", text))
     out: list[str] = []
     i = 0
     while i < len(parts):
@@ -405,8 +409,31 @@ def _readings_of(q: Quantity, unit: str | None) -> list[float]:
     return values
 
 
+# A contradiction caps a score, so the sentence a wrong number or name comes from must be about the probe's
+# question: at least this many of the question's content words (a number copied from a sentence on something
+# else is a misread, not the candidate's answer).
+ON_TOPIC_WORDS = 2
+_ASK_STOP = frozenset(
+    "what which how many much does do did the candidate say says give gives compute computes name names "
+    "state states in of for a an to is are be by with at on per this that it its".split()
+)
+
+
+def _topic_words(text: str) -> set[str]:
+    return {w.rstrip("s") for w in _fold(text).split() if w not in _ASK_STOP and not w.isdigit()}
+
+
+def about_ask(sentence: str | None, ask: str) -> bool:
+    """Whether ``sentence`` shares :data:`ON_TOPIC_WORDS` content words with the reading question ``ask``."""
+    return sentence is not None and len(_topic_words(sentence) & _topic_words(ask)) >= ON_TOPIC_WORDS
+
+
 def judge_number(probe: Probe, read: float | None, answer: str) -> tuple[Finding, str | None, str]:
-    """The finding for a number the reader copied: it must be asserted in ``answer``, then meet the rubric."""
+    """The finding for a number the reader copied: it must be asserted in ``answer``, then meet the rubric.
+
+    A wrong value contradicts only from a sentence about the reading question (:func:`about_ask`), and when the
+    candidate asserts no right value elsewhere (the reader may have copied the wrong one of several numbers).
+    """
     if read is None:
         return NOT_STATED, None, "no number read"
     matches = [
@@ -424,6 +451,8 @@ def judge_number(probe: Probe, read: float | None, answer: str) -> tuple[Finding
         if any(_close(v, a, probe.tolerance) for a in accepted):
             return "stated", s.sentence, f"'{s.quantity.text}' matches {accepted[0]:g}"
     s, v = comparable[0]
+    if not about_ask(s.sentence, probe.ask):
+        return NOT_STATED, None, f"'{s.quantity.text}' comes from a sentence about something else"
     # The reader may have copied the wrong one of several numbers: one the candidate asserts elsewhere that
     # meets the rubric leaves the reading undecided rather than a contradiction (it would cap a right answer).
     elsewhere = next(
@@ -482,6 +511,13 @@ def judge_name(probe: Probe, read: str | None, answer: str) -> tuple[Finding, st
             return "stated", sentence, f"'{read}' is accepted ({accepted[0]})"
         return "contradicted", sentence, f"the candidate denies '{read}'"
     if asserted:
+        right = next((h for h in (find_assertion(answer, a) for a in probe.accept) if h), None)
+        if right is not None:  # one of several names the candidate gives: no clear reading
+            return (
+                NOT_STATED,
+                None,
+                f"'{read}' is a classic wrong answer, but the candidate also names '{right.phrase}'",
+            )
         return "contradicted", sentence, f"'{read}' is a classic wrong answer ({rejected[0]})"
     return NOT_STATED, None, f"the candidate mentions '{read}' only to deny it"
 
