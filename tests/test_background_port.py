@@ -24,9 +24,13 @@ def _live_port(base_url: str = "http://127.0.0.1:9/v1") -> ChatPort:
     return ChatPort(model=FakeListChatModel(responses=["a live reply"] * 10), name="live", base_url=base_url)
 
 
-def _runtime(tmp_path: Path, port: ChatPort, *, embedded: bool) -> Runtime:
+def _runtime(tmp_path: Path, port: ChatPort, *, embedded: bool, **settings_kw: object) -> Runtime:
     settings = Settings(
-        data_dir=tmp_path / "data", embedded_model="smollm2-135m", embedded_threads=2, embedded_ctx=2048
+        data_dir=tmp_path / "data",
+        embedded_model="smollm2-135m",
+        embedded_threads=2,
+        embedded_ctx=2048,
+        **settings_kw,  # type: ignore[arg-type]
     )
     rt = Runtime(settings)
     rt.set_model(port, ModelChoice(port.base_url, "m", "m", embedded=embedded))
@@ -108,6 +112,29 @@ def test_beside_the_embedded_model_background_work_gets_an_idle_priority_server_
     assert rt.background(other).server is None  # a new model: background work follows it
     assert bg.port is live and not bg.server.is_running  # the old one is closed and never starts again
     rt.close()
+
+
+def test_with_the_background_server_switched_off_background_work_shares_the_embedded_server(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("INTERVIEWER_BACKGROUND_SERVER", "0")
+    live = _live_port()
+    rt = _runtime(tmp_path, live, embedded=True)
+    assert rt.settings.background_server is False
+    bg = rt.background(live)
+    assert bg.server is None and bg.port is live and bg.yield_to_live
+    reply = live.stream([HumanMessage("hi")], key="candidate")
+    next(iter(reply))
+    try:  # no server of its own to pause: the reading steps aside instead
+        assert bg.live_streams == 1 and bg.wait_until_quiet(timeout=0.05) is False
+    finally:
+        reply.close()  # type: ignore[attr-defined]
+    monkeypatch.delenv("INTERVIEWER_BACKGROUND_SERVER")
+    on = _runtime(tmp_path, live, embedded=True)
+    assert on.settings.background_server is True  # the default
+    assert on.background(live).server is not None
+    rt.close()
+    on.close()
 
 
 @pytest.mark.embedded
