@@ -3,19 +3,24 @@
 from __future__ import annotations
 
 import os
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import HumanMessage, SystemMessage
 
-from interviewer.config import Settings
-from interviewer.llm.client import BACKGROUND_KEY, ChatPort
+from interviewer.config import Settings, load_settings
+from interviewer.errors import EmbeddedModelError
+from interviewer.llm.background import BackgroundPort
+from interviewer.llm.client import BACKGROUND_KEY, ChatPort, build_port
+from interviewer.llm.standin import Behaviour, StandinServer
 from interviewer.runtime import ModelChoice, Runtime
 from interviewer.scoring.reader import read_answer
 
-from .test_reader import PHASE
+from .test_reader import PHASE, Reader
 
 SCHED_IDLE = getattr(os, "SCHED_IDLE", 5)
 
@@ -35,6 +40,53 @@ def _runtime(tmp_path: Path, port: ChatPort, *, embedded: bool, **settings_kw: o
     rt = Runtime(settings)
     rt.set_model(port, ModelChoice(port.base_url, "m", "m", embedded=embedded))
     return rt
+
+
+class _Frozen:
+    """Stands in for the background server: records what it is told (pause, resume) and when it runs."""
+
+    idle = True
+    slots = 1
+
+    def __init__(self, *, fail: bool = False) -> None:
+        self.events: list[str] = []
+        self.paused = False
+        self.fail = fail
+
+    def start(self, progress: object = None) -> str:
+        if self.fail:
+            raise EmbeddedModelError("the background model server did not load")
+        return "http://127.0.0.1:9/v1"
+
+    def pause(self) -> None:
+        self.events.append("pause")
+        self.paused = True
+
+    def resume(self) -> None:
+        self.events.append("resume")
+        self.paused = False
+
+    def stop(self) -> None:
+        self.paused = False
+
+
+def _beside(live: ChatPort, frozen: _Frozen, own: ChatPort | None = None) -> BackgroundPort:
+    """A background port with ``frozen`` as its server, started (``own``: the port over it)."""
+    bg = BackgroundPort(live, frozen, lambda s, url: own or _live_port(url))  # type: ignore[arg-type]
+    assert bg.port is not live  # background work asked for its server: it runs now
+    return bg
+
+
+def _until(cond: Callable[[], bool], timeout: float = 5.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while not cond() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return cond()
+
+
+def _standin_port(server: StandinServer, tmp_path: Path) -> ChatPort:
+    settings = load_settings(data_dir=tmp_path, base_url=server.base_url, timeout=10.0)
+    return build_port(settings, base_url=server.base_url, model="standin")
 
 
 def _state(pid: int, want: str | None = None) -> str:
@@ -135,6 +187,104 @@ def test_with_the_background_server_switched_off_background_work_shares_the_embe
     assert on.background(live).server is not None
     rt.close()
     on.close()
+
+
+def test_each_prefill_pauses_the_background_server_for_that_request_only(tmp_path: Path) -> None:
+    with StandinServer(behaviour=Behaviour(first_token_delay=0.3)) as server:
+        live = _standin_port(server, tmp_path)
+        frozen = _Frozen()
+        bg = _beside(live, frozen)
+        assert live.prefiller is not None
+        live.prefill("candidate", [SystemMessage("sys"), HumanMessage("Decode is bound")])
+        assert _until(lambda: server.stats.requests == 1)
+        assert frozen.paused  # while the live server reads the candidate's prompt
+        assert live.prefiller.wait_idle(5)
+        assert frozen.events == ["pause", "resume"]  # and runs again as soon as it is read
+        live.prefill("candidate", [SystemMessage("sys"), HumanMessage("Decode is bound by memory")])
+        assert live.prefiller.wait_idle(5)
+        assert frozen.events == ["pause", "resume"] * 2 and not frozen.paused
+        assert live.live_streams == 0  # a prefill is not a reply: background work on a shared server goes on
+        assert 0.5 <= bg.paused_seconds < 5
+
+
+def test_a_reply_generated_ahead_pauses_the_background_server_until_the_reply_it_becomes_ends(
+    tmp_path: Path,
+) -> None:
+    with StandinServer(behaviour=Behaviour(token_delay=0.1)) as server:
+        live = _standin_port(server, tmp_path)
+        frozen = _Frozen()
+        _beside(live, frozen)
+        first = [SystemMessage("sys"), HumanMessage("Decode reads every weight per token.")]
+        assert live.speculate("candidate", first)
+        assert _until(lambda: frozen.paused)
+        spec = live.speculation("candidate")
+        assert spec is not None and spec.join(10)
+        assert frozen.events == ["pause", "resume"]  # generated, nobody waiting on it yet: paused meanwhile
+
+        second = [SystemMessage("sys"), HumanMessage("Prefill is bound by compute instead.")]
+        assert live.speculate("candidate", second)
+        reply = "".join(live.stream(second, key="candidate"))  # the turn ends on it: the reply takes it over
+        assert reply and live.speculation_stats.used == 1
+        assert frozen.events == ["pause", "resume"] * 2  # one pause across the hand-over, no gap in it
+
+
+def test_a_background_server_started_while_a_reply_streams_is_paused_at_once() -> None:
+    live = _live_port()
+    frozen = _Frozen()
+    bg = BackgroundPort(live, frozen, lambda s, url: _live_port(url))  # type: ignore[arg-type]
+    reply = live.stream([HumanMessage("hi")], key="candidate")
+    next(iter(reply))
+    try:
+        assert frozen.events == []  # nothing started: nothing to pause
+        assert bg.port is not live  # background work asks for its server now
+        assert frozen.events == ["pause"]
+    finally:
+        reply.close()  # type: ignore[attr-defined]
+    assert frozen.events == ["pause", "resume"]
+
+
+def test_when_the_background_server_cannot_start_background_work_steps_aside_on_the_live_one() -> None:
+    live = _live_port()
+    bg = BackgroundPort(live, _Frozen(fail=True), lambda s, url: _live_port(url))  # type: ignore[arg-type]
+    assert bg.port is live and not bg.separate
+    reply = live.stream([HumanMessage("hi")], key="candidate")
+    next(iter(reply))
+    try:
+        assert bg.live_streams == 1 and bg.wait_until_quiet(timeout=0.05) is False
+    finally:
+        reply.close()  # type: ignore[attr-defined]
+    assert bg.live_streams == 0
+
+
+def test_a_reading_counts_the_seconds_its_own_server_was_paused_as_yielded() -> None:
+    asked = threading.Event()
+    go_on = threading.Event()
+
+    def answer(question: str, options: list[str]) -> str:
+        asked.set()
+        go_on.wait(10)  # the request waits in the server, as in a paused one
+        return "decode"
+
+    live = _live_port()
+    frozen = _Frozen()
+    bg = _beside(live, frozen, ChatPort(model=Reader(answer=answer), name="background", warm_cache=False))
+    out: dict[str, object] = {}
+    t = threading.Thread(
+        target=lambda: out.setdefault(
+            "r", read_answer(bg, "Why?", "Decode is bound.", [PHASE], logprobs=False)
+        )
+    )
+    t.start()
+    assert asked.wait(5)
+    reply = live.stream([HumanMessage("hi")], key="candidate")
+    next(iter(reply))
+    time.sleep(0.3)  # a candidate's reply streams: the background server is paused
+    reply.close()  # type: ignore[attr-defined]
+    go_on.set()
+    t.join(10)
+    cost = out["r"].cost  # type: ignore[attr-defined]
+    assert cost.calls == 2 and cost.preempted == 0  # its own server: nothing abandoned
+    assert 0.25 <= cost.yielded_seconds < 5
 
 
 @pytest.mark.embedded

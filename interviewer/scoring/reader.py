@@ -21,8 +21,9 @@ Each probe and each key point gets a :class:`Finding` (stated / contradicted / n
 sentence behind it. All probes of one answer share one prompt prefix (system, question, the fenced answer), so a
 prompt-caching server reads the answer once. The reader is background work: on a :class:`ChatPort` it uses the
 background slot, waits while a candidate's reply streams, and abandons a request as soon as a live reply starts
-(it is asked again after); on request, it also reads a long prompt ahead in short pieces (``piece_words``).
-``cancel`` stops it between requests and mid-reply.
+(it is asked again after); on request, it also reads a long prompt ahead in short pieces (``piece_words``). On a
+server of its own (:class:`~interviewer.llm.background.BackgroundPort`) it neither waits nor abandons: that
+server is paused while the live one works for a candidate. ``cancel`` stops it between requests and mid-reply.
 """
 
 from __future__ import annotations
@@ -145,7 +146,8 @@ class ReadingCost:
     fallbacks: int = 0  # requests asked again without response_format
     invalid: int = 0  # readings lost to a reply that was not valid JSON even without the schema
     seconds: float = 0.0
-    yielded_seconds: float = 0.0  # waiting while a candidate's reply streamed
+    # Waiting for candidates: stepping aside on a shared server, or paused on a background server of its own.
+    yielded_seconds: float = 0.0
     prompt_tokens: int = 0
     cached_tokens: int = 0
     completion_tokens: int = 0
@@ -714,6 +716,17 @@ class _Session:
         self.use_schema = True
         self.use_logprobs = True
         self.logprobs: list[dict[str, Any]] = []  # the last reply's per-token probabilities, if sent
+        self._paused_from = self._paused()
+
+    def _paused(self) -> float | None:
+        got = getattr(self.port, "paused_seconds", None)
+        return float(got) if isinstance(got, int | float) else None
+
+    def settle(self) -> None:
+        """Count the time a background server of the reading's own was paused meanwhile as yielded."""
+        now = self._paused()
+        if now is not None and self._paused_from is not None:
+            self.cost.yielded_seconds += now - self._paused_from
 
     # yielding ---------------------------------------------------------------------------------------
     def live(self) -> bool:
@@ -997,9 +1010,11 @@ def read_answer(
                 values.append(a.meaning(one[name]) if one else None)
             dists.append(dist)
         found = _decide(askings, values, answer_text, dists, combine)
+        session.settle()
         cost.seconds = time.perf_counter() - t0
         return Readings(found, aggregate(found), cost, mode)
     found = _decide(askings, values, answer_text, combine=combine)
+    session.settle()
     cost.seconds = time.perf_counter() - t0
     return Readings(found, aggregate(found), cost, mode)
 
