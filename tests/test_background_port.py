@@ -287,6 +287,16 @@ def test_a_reading_counts_the_seconds_its_own_server_was_paused_as_yielded() -> 
     assert 0.25 <= cost.yielded_seconds < 5
 
 
+def test_a_background_server_that_fails_says_how_to_do_without_it(tmp_path: Path) -> None:
+    from interviewer.llm.embedded import EmbeddedServer
+
+    settings = Settings(data_dir=tmp_path, embedded_model="smollm2-135m")
+    background = str(EmbeddedServer(settings, idle=True)._failure("did not load within 180 s"))
+    live = str(EmbeddedServer(settings)._failure("did not load within 180 s"))
+    assert "background model server" in background and "INTERVIEWER_BACKGROUND_SERVER=0" in background
+    assert "INTERVIEWER_BACKGROUND_SERVER" not in live and "INTERVIEWER_BASE_URL" in live
+
+
 @pytest.mark.embedded
 def test_the_reader_reads_on_the_idle_priority_server_and_the_live_server_gets_no_request(
     tmp_path: Path,
