@@ -280,8 +280,8 @@ class Runtime:
             if own_server and port is self._port:
                 from interviewer.llm.embedded import EmbeddedServer
 
-                # One slot: background requests run one at a time. A small host-RAM prompt cache: the reader
-                # reads each answer once and keeps its shared instructions in the slot itself.
+                # One slot: background requests run one at a time. A small host-RAM prompt cache: each reading
+                # of an answer (also of the answer grown since the last one) starts from the prompt the slot holds.
                 server = EmbeddedServer(self.settings, n_parallel=1, idle=True, cache_ram_mib=256)
                 self._background = BackgroundPort(port, server, self._connect_background)
             else:
