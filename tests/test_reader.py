@@ -668,6 +668,54 @@ def test_reader_requests_and_replies_on_the_embedded_server(tmp_path: Path) -> N
         assert set(readings.points) == {"main.0", "main.1", "main.2"}
 
 
+@pytest.mark.embedded
+def test_reading_ahead_a_grown_answer_on_the_embedded_server_reads_only_what_was_added(
+    tmp_path: Path,
+) -> None:
+    from interviewer.config import Settings
+    from interviewer.llm.client import build_chat_model
+    from interviewer.llm.embedded import EmbeddedServer
+
+    settings = Settings(
+        data_dir=tmp_path / "data", embedded_model="smollm2-135m", embedded_threads=2, embedded_ctx=2048
+    )
+    old = (
+        "Decode is limited by memory bandwidth, because every weight is read once per generated token while "
+        "the arithmetic per weight stays tiny at batch one. Prefill instead multiplies whole prompt matrices, "
+        "so it keeps the cores busy and is bound by compute. The KV cache grows with the context length."
+    )
+    grown = old + " Batching more requests raises the arithmetic intensity of decode."
+    question = Question.model_construct(id="q", question=QUESTION, probes=[PHASE])
+
+    def new_tokens(got: dict[str, Any]) -> int:
+        cost = got["main"]["cost"]
+        return int(cost["prompt_tokens"]) - int(cost["cached_tokens"])
+
+    # The background server's shape: one slot, a small host-RAM prompt cache.
+    with EmbeddedServer(settings, n_parallel=1, cache_ram_mib=256) as server:
+        url = server.start()
+        chat = build_chat_model(
+            settings,
+            base_url=url,
+            model=server.served_model_id,
+            temperature=0.0,
+            keepalive=False,
+            stream_usage=True,
+        )
+        port = ChatPort(model=chat, name=server.model_name, base_url=url, warm_cache=True, slots=server.slots)
+        # A fresh fence per reading, as before: the grown answer is read again from the fence on.
+        fresh = {"main": read_answer(port, QUESTION, old, [PHASE]).to_json()}
+        fresh_grown = {"main": read_answer(port, QUESTION, grown, [PHASE]).to_json()}
+        # Read ahead as the listener does: one fence for the answer, so the grown one starts where it stopped.
+        first = read_with_probes(port, question, 0, old, threading.Event())
+        ahead = read_with_probes(port, question, 0, grown, threading.Event())
+    assert (
+        new_tokens(fresh) > 0 and new_tokens(first) > 0 and fresh_grown["main"]["cost"]["cached_tokens"] > 0
+    )
+    # The old answer's tokens (about 60) are not read again; the added sentence (about 12) and the asking are.
+    assert new_tokens(ahead) + 40 <= new_tokens(fresh_grown), (new_tokens(ahead), new_tokens(fresh_grown))
+
+
 def test_calibrate_reader_stores_the_configured_models_weight(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
