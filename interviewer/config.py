@@ -70,6 +70,11 @@ class Settings(BaseSettings):
     # The interviewer reads each answer before choosing its follow-up (challenge a wrong claim, hint,
     # redirect, answer a question back, go deeper). INTERVIEWER_LISTEN=0: the authored two whys, in order.
     listen: bool = True
+    # Beside the embedded model, background work (the reader, the truth judge) runs on a second server on the same
+    # weights at the OS's idle priority, paused while the live one serves a candidate: about 0.8 GB of private
+    # memory. INTERVIEWER_BACKGROUND_SERVER=0: it uses the live server's background slot instead and steps aside
+    # while a reply streams (a live request arriving mid-prompt then waits for that prompt step).
+    background_server: bool = True
     # The key that signs browser owner tokens. Unset: a random key kept in the data dir (one process). Several
     # replicas of one deployment must share it (docs/deploy.md), or a candidate moved to another replica after a
     # failover is a stranger there. At least 32 characters.

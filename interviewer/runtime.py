@@ -277,9 +277,9 @@ class Runtime:
         """The port background work (the reader, the truth judge) uses beside the live ``port``.
 
         Beside the embedded model: a second embedded server on the same weights at the OS's idle priority,
-        started on the first background request and paused while a candidate's reply streams, so that reply
-        never waits for a reading. Beside any other server: that server's background slot, stepping aside
-        while a live reply streams.
+        started on the first background request and paused while the live server serves a candidate, so no
+        reply waits for a reading. Beside any other server, or with ``Settings.background_server`` off: the
+        live server's background slot, stepping aside while a live reply streams.
         """
         with self._background_lock:  # not self._lock: the live model's start holds that one for minutes
             current = self._background
@@ -288,11 +288,12 @@ class Runtime:
             if current is not None:
                 current.close()
             choice = self._choice
-            if choice is not None and choice.embedded and port is self._port:
+            own_server = self.settings.background_server and choice is not None and choice.embedded
+            if own_server and port is self._port:
                 from interviewer.llm.embedded import EmbeddedServer
 
-                # One slot: background requests run one at a time. A small host-RAM prompt cache: the reader
-                # reads each answer once and keeps its shared instructions in the slot itself.
+                # One slot: background requests run one at a time. A small host-RAM prompt cache: each reading
+                # of an answer (also of the answer grown since the last one) starts from the prompt the slot holds.
                 server = EmbeddedServer(self.settings, n_parallel=1, idle=True, cache_ram_mib=256)
                 self._background = BackgroundPort(port, server, self._connect_background)
             else:

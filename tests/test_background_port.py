@@ -3,19 +3,24 @@
 from __future__ import annotations
 
 import os
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import HumanMessage, SystemMessage
 
-from interviewer.config import Settings
-from interviewer.llm.client import BACKGROUND_KEY, ChatPort
+from interviewer.config import Settings, load_settings
+from interviewer.errors import EmbeddedModelError
+from interviewer.llm.background import BackgroundPort
+from interviewer.llm.client import BACKGROUND_KEY, ChatPort, build_port
+from interviewer.llm.standin import Behaviour, StandinServer
 from interviewer.runtime import ModelChoice, Runtime
 from interviewer.scoring.reader import read_answer
 
-from .test_reader import PHASE
+from .test_reader import PHASE, Reader
 
 SCHED_IDLE = getattr(os, "SCHED_IDLE", 5)
 
@@ -24,13 +29,64 @@ def _live_port(base_url: str = "http://127.0.0.1:9/v1") -> ChatPort:
     return ChatPort(model=FakeListChatModel(responses=["a live reply"] * 10), name="live", base_url=base_url)
 
 
-def _runtime(tmp_path: Path, port: ChatPort, *, embedded: bool) -> Runtime:
+def _runtime(tmp_path: Path, port: ChatPort, *, embedded: bool, **settings_kw: object) -> Runtime:
     settings = Settings(
-        data_dir=tmp_path / "data", embedded_model="smollm2-135m", embedded_threads=2, embedded_ctx=2048
+        data_dir=tmp_path / "data",
+        embedded_model="smollm2-135m",
+        embedded_threads=2,
+        embedded_ctx=2048,
+        **settings_kw,  # type: ignore[arg-type]
     )
     rt = Runtime(settings)
     rt.set_model(port, ModelChoice(port.base_url, "m", "m", embedded=embedded))
     return rt
+
+
+class _Frozen:
+    """Stands in for the background server: records what it is told (pause, resume) and when it runs."""
+
+    idle = True
+    slots = 1
+
+    def __init__(self, *, fail: bool = False) -> None:
+        self.events: list[str] = []
+        self.paused = False
+        self.fail = fail
+
+    def start(self, progress: object = None) -> str:
+        if self.fail:
+            raise EmbeddedModelError("the background model server did not load")
+        return "http://127.0.0.1:9/v1"
+
+    def pause(self) -> None:
+        self.events.append("pause")
+        self.paused = True
+
+    def resume(self) -> None:
+        self.events.append("resume")
+        self.paused = False
+
+    def stop(self) -> None:
+        self.paused = False
+
+
+def _beside(live: ChatPort, frozen: _Frozen, own: ChatPort | None = None) -> BackgroundPort:
+    """A background port with ``frozen`` as its server, started (``own``: the port over it)."""
+    bg = BackgroundPort(live, frozen, lambda s, url: own or _live_port(url))  # type: ignore[arg-type]
+    assert bg.port is not live  # background work asked for its server: it runs now
+    return bg
+
+
+def _until(cond: Callable[[], bool], timeout: float = 5.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while not cond() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return cond()
+
+
+def _standin_port(server: StandinServer, tmp_path: Path) -> ChatPort:
+    settings = load_settings(data_dir=tmp_path, base_url=server.base_url, timeout=10.0)
+    return build_port(settings, base_url=server.base_url, model="standin")
 
 
 def _state(pid: int, want: str | None = None) -> str:
@@ -108,6 +164,137 @@ def test_beside_the_embedded_model_background_work_gets_an_idle_priority_server_
     assert rt.background(other).server is None  # a new model: background work follows it
     assert bg.port is live and not bg.server.is_running  # the old one is closed and never starts again
     rt.close()
+
+
+def test_with_the_background_server_switched_off_background_work_shares_the_embedded_server(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("INTERVIEWER_BACKGROUND_SERVER", "0")
+    live = _live_port()
+    rt = _runtime(tmp_path, live, embedded=True)
+    assert rt.settings.background_server is False
+    bg = rt.background(live)
+    assert bg.server is None and bg.port is live and bg.yield_to_live
+    reply = live.stream([HumanMessage("hi")], key="candidate")
+    next(iter(reply))
+    try:  # no server of its own to pause: the reading steps aside instead
+        assert bg.live_streams == 1 and bg.wait_until_quiet(timeout=0.05) is False
+    finally:
+        reply.close()  # type: ignore[attr-defined]
+    monkeypatch.delenv("INTERVIEWER_BACKGROUND_SERVER")
+    on = _runtime(tmp_path, live, embedded=True)
+    assert on.settings.background_server is True  # the default
+    assert on.background(live).server is not None
+    rt.close()
+    on.close()
+
+
+def test_each_prefill_pauses_the_background_server_for_that_request_only(tmp_path: Path) -> None:
+    with StandinServer(behaviour=Behaviour(first_token_delay=1.0)) as server:
+        live = _standin_port(server, tmp_path)
+        frozen = _Frozen()
+        bg = _beside(live, frozen)
+        assert live.prefiller is not None
+        live.prefill("candidate", [SystemMessage("sys"), HumanMessage("Decode is bound")])
+        assert _until(lambda: server.stats.requests == 1)
+        assert frozen.paused  # while the live server reads the candidate's prompt
+        assert live.prefiller.wait_idle(5)
+        assert frozen.events == ["pause", "resume"]  # and runs again as soon as it is read
+        live.prefill("candidate", [SystemMessage("sys"), HumanMessage("Decode is bound by memory")])
+        assert live.prefiller.wait_idle(5)
+        assert frozen.events == ["pause", "resume"] * 2 and not frozen.paused
+        assert live.live_streams == 0  # a prefill is not a reply: background work on a shared server goes on
+        assert 1.8 <= bg.paused_seconds < 10
+
+
+def test_a_reply_generated_ahead_pauses_the_background_server_until_the_reply_it_becomes_ends(
+    tmp_path: Path,
+) -> None:
+    with StandinServer(behaviour=Behaviour(token_delay=0.1)) as server:
+        live = _standin_port(server, tmp_path)
+        frozen = _Frozen()
+        _beside(live, frozen)
+        first = [SystemMessage("sys"), HumanMessage("Decode reads every weight per token.")]
+        assert live.speculate("candidate", first)
+        assert _until(lambda: frozen.paused)
+        spec = live.speculation("candidate")
+        assert spec is not None and spec.join(10)
+        assert frozen.events == ["pause", "resume"]  # generated, nobody waiting on it yet: paused meanwhile
+
+        second = [SystemMessage("sys"), HumanMessage("Prefill is bound by compute instead.")]
+        assert live.speculate("candidate", second)
+        reply = "".join(live.stream(second, key="candidate"))  # the turn ends on it: the reply takes it over
+        assert reply and live.speculation_stats.used == 1
+        assert frozen.events == ["pause", "resume"] * 2  # one pause across the hand-over, no gap in it
+
+
+def test_a_background_server_started_while_a_reply_streams_is_paused_at_once() -> None:
+    live = _live_port()
+    frozen = _Frozen()
+    bg = BackgroundPort(live, frozen, lambda s, url: _live_port(url))  # type: ignore[arg-type]
+    reply = live.stream([HumanMessage("hi")], key="candidate")
+    next(iter(reply))
+    try:
+        assert frozen.events == []  # nothing started: nothing to pause
+        assert bg.port is not live  # background work asks for its server now
+        assert frozen.events == ["pause"]
+    finally:
+        reply.close()  # type: ignore[attr-defined]
+    assert frozen.events == ["pause", "resume"]
+
+
+def test_when_the_background_server_cannot_start_background_work_steps_aside_on_the_live_one() -> None:
+    live = _live_port()
+    bg = BackgroundPort(live, _Frozen(fail=True), lambda s, url: _live_port(url))  # type: ignore[arg-type]
+    assert bg.port is live and not bg.separate
+    reply = live.stream([HumanMessage("hi")], key="candidate")
+    next(iter(reply))
+    try:
+        assert bg.live_streams == 1 and bg.wait_until_quiet(timeout=0.05) is False
+    finally:
+        reply.close()  # type: ignore[attr-defined]
+    assert bg.live_streams == 0
+
+
+def test_a_reading_counts_the_seconds_its_own_server_was_paused_as_yielded() -> None:
+    asked = threading.Event()
+    go_on = threading.Event()
+
+    def answer(question: str, options: list[str]) -> str:
+        asked.set()
+        go_on.wait(10)  # the request waits in the server, as in a paused one
+        return "decode"
+
+    live = _live_port()
+    frozen = _Frozen()
+    bg = _beside(live, frozen, ChatPort(model=Reader(answer=answer), name="background", warm_cache=False))
+    out: dict[str, object] = {}
+    t = threading.Thread(
+        target=lambda: out.setdefault(
+            "r", read_answer(bg, "Why?", "Decode is bound.", [PHASE], logprobs=False)
+        )
+    )
+    t.start()
+    assert asked.wait(5)
+    reply = live.stream([HumanMessage("hi")], key="candidate")
+    next(iter(reply))
+    time.sleep(0.3)  # a candidate's reply streams: the background server is paused
+    reply.close()  # type: ignore[attr-defined]
+    go_on.set()
+    t.join(10)
+    cost = out["r"].cost  # type: ignore[attr-defined]
+    assert cost.calls == 2 and cost.preempted == 0  # its own server: nothing abandoned
+    assert 0.25 <= cost.yielded_seconds < 5
+
+
+def test_a_background_server_that_fails_says_how_to_do_without_it(tmp_path: Path) -> None:
+    from interviewer.llm.embedded import EmbeddedServer
+
+    settings = Settings(data_dir=tmp_path, embedded_model="smollm2-135m")
+    background = str(EmbeddedServer(settings, idle=True)._failure("did not load within 180 s"))
+    live = str(EmbeddedServer(settings)._failure("did not load within 180 s"))
+    assert "background model server" in background and "INTERVIEWER_BACKGROUND_SERVER=0" in background
+    assert "INTERVIEWER_BACKGROUND_SERVER" not in live and "INTERVIEWER_BASE_URL" in live
 
 
 @pytest.mark.embedded

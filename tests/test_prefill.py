@@ -58,7 +58,7 @@ def test_prompts_sent_while_typing_are_prefixes_of_the_follow_up_prompt(fixture_
         assert (
             offered > 0 and stats.sent >= 3 and stats.offered >= offered + 1
         )  # + the prefetch at each question
-        assert stats.sent + stats.superseded + stats.skipped_busy == stats.offered
+        assert stats.sent + stats.superseded + stats.skipped_busy + stats.repeated == stats.offered
         for p in partial:
             assert _content(p[0]) == final_system
             assert final_human.startswith(_content(p[-1])), (
@@ -85,6 +85,19 @@ def test_latest_text_wins_and_superseded_prompts_are_never_sent() -> None:
     assert pf.wait_idle(5)
     assert sent == ["a", "abcd"], sent
     assert pf.stats.superseded == 2 and pf.stats.sent == 2
+
+
+def test_a_prompt_the_last_prefill_sent_is_not_sent_again() -> None:
+    sent: list[str] = []
+    pf = Prefiller(lambda m, k: sent.append(m[-1].content))
+    for text in ("Decode is", "Decode is", "Decode is bound", "Decode is bound"):  # keystrokes inside a word
+        pf.offer("s1", [SystemMessage("sys"), HumanMessage(text)])
+        assert pf.wait_idle(5)
+    pf.offer("s2", [SystemMessage("sys"), HumanMessage("Decode is")])  # another session: its own slot
+    pf.offer("s1", [SystemMessage("sys"), HumanMessage("Decode is")])  # text deleted: a prompt sent earlier
+    assert pf.wait_idle(5)
+    assert sent == ["Decode is", "Decode is bound", "Decode is", "Decode is"], sent
+    assert pf.stats.repeated == 2 and pf.stats.sent == 4
 
 
 def test_nothing_is_sent_while_a_reply_streams_and_the_budget_holds() -> None:

@@ -37,13 +37,15 @@ def read_with_probes(
     port: Any, q: Question, level: int, text: str, cancel: threading.Event
 ) -> dict[str, Any]:
     """Read ``text`` with its own part's probes and the next why level's, in one request over one prompt."""
-    from interviewer.scoring.reader import probes_for, read_answer
+    from interviewer.scoring.reader import answer_key, probes_for, read_answer
 
     own, ahead = parts(level)
     probes = probes_for(q, own) + (probes_for(q, ahead) if ahead else [])
     if not probes:
         return {}
-    return {own: read_answer(port, q.question, text, probes, cancel=cancel).to_json()}
+    # One fence for every reading of this answer: the server reads the words added since the last one.
+    key = answer_key(q.question, own)
+    return {own: read_answer(port, q.question, text, probes, cancel=cancel, fence_key=key).to_json()}
 
 
 def _words(text: str) -> list[str]:

@@ -157,9 +157,10 @@ class ChatPort:
 
     def __post_init__(self) -> None:
         self._streams = 0  # replies streaming now: prefill waits for none
+        self._live = 0  # requests on a candidate's path in flight: replies, prefills, replies generated ahead
         self._streams_lock = threading.Lock()
         self._quiet = threading.Condition(self._streams_lock)  # notified when the last reply ends
-        self._live_hooks: list[Callable[[bool], None]] = []  # told when replies start and stop streaming
+        self._live_hooks: list[Callable[[bool], None]] = []  # told when live requests start and stop
         self._prefiller: Prefiller | None = None
         self._slot_of: OrderedDict[str, int] = OrderedDict()  # session key -> slot, least recent first
         self._spec_lock = threading.Lock()
@@ -207,6 +208,11 @@ class ChatPort:
             if close is not None:
                 close()
 
+    def _chunks_ahead(self, messages: Sequence[BaseMessage], key: str | None) -> Generator[str, None, None]:
+        """:meth:`_chunks` for a reply generated ahead: a live request from when it is sent until it is closed."""
+        with self._live_request(), contextlib.closing(self._chunks(messages, key)) as chunks:
+            yield from chunks
+
     def stream(self, messages: Sequence[BaseMessage], key: str | None = None) -> Iterator[str]:
         """The reply's text as it comes; ``key`` (a session id) pins the request to that session's slot.
 
@@ -215,8 +221,7 @@ class ChatPort:
         """
         with self._streams_lock:
             self._streams += 1  # first: a speculation asked for from now on waits for this reply to end
-            if self._streams == 1:
-                self._tell_live(True)
+            self._live_started()
         try:
             spec = self._claim(messages, key)
             if spec is not None:
@@ -240,19 +245,22 @@ class ChatPort:
         finally:
             with self._streams_lock:
                 self._streams -= 1
+                self._live_ended()
                 if self._streams == 0:
-                    self._tell_live(False)
                     self._quiet.notify_all()
 
     def on_live(self, hook: Callable[[bool], None]) -> Callable[[], None]:
-        """Call ``hook(True)`` as the first reply starts streaming and ``hook(False)`` as the last one ends.
+        """Call ``hook(True)`` as the first live request starts and ``hook(False)`` as the last one ends.
 
-        Hooks run with the port's stream lock held, at once (background work pauses before the reply's request
-        is even sent): they must be quick and must not call back into the port. Returns the unsubscribe call.
+        Live requests are those on a candidate's path: streamed replies, and the prefills and replies generated
+        ahead (:meth:`prefill`, :meth:`speculate`) that make the next reply faster; each counts for its own
+        duration only, so work paused by a hook runs again between a typing candidate's prefills.
+        Hooks run with the port's stream lock held, at once (background work pauses before the live request is
+        even sent): they must be quick and must not call back into the port. Returns the unsubscribe call.
         """
         with self._streams_lock:
             self._live_hooks.append(hook)
-            if self._streams > 0:
+            if self._live > 0:
                 hook(True)
 
         def remove() -> None:
@@ -262,12 +270,32 @@ class ChatPort:
 
         return remove
 
-    def _tell_live(self, streaming: bool) -> None:
+    def _live_started(self) -> None:  # with the stream lock held
+        self._live += 1
+        if self._live == 1:
+            self._tell_live(True)
+
+    def _live_ended(self) -> None:  # with the stream lock held
+        self._live -= 1
+        if self._live == 0:
+            self._tell_live(False)
+
+    @contextlib.contextmanager
+    def _live_request(self) -> Iterator[None]:
+        with self._streams_lock:
+            self._live_started()
+        try:
+            yield
+        finally:
+            with self._streams_lock:
+                self._live_ended()
+
+    def _tell_live(self, live: bool) -> None:
         for hook in list(self._live_hooks):
             try:
-                hook(streaming)
+                hook(live)
             except Exception as e:  # background work's business: never the candidate's reply
-                log.warning("live-stream hook failed: %s", e)
+                log.warning("live-request hook failed: %s", e)
 
     @property
     def live_streams(self) -> int:
@@ -355,7 +383,7 @@ class ChatPort:
                 # the budget: the server only reads the prompt, when the prefill's own rules let it.
                 self.speculation_stats.skipped += 1
             else:
-                spec = self._speculations[key] = Speculation(key, messages, self._chunks, until=until)
+                spec = self._speculations[key] = Speculation(key, messages, self._chunks_ahead, until=until)
                 self.speculation_stats.started += 1
                 while len(self._speculations) > _KEPT_SPECULATIONS:  # the oldest: a session gone quiet
                     self._speculations.pop(next(iter(self._speculations))).cancel()
@@ -401,7 +429,8 @@ class ChatPort:
             pf.offer(key, messages)
 
     def _send_one_token(self, messages: Sequence[BaseMessage], key: str | None = None) -> None:
-        self._bound(key, max_tokens=1).invoke(list(messages))
+        with self._live_request():
+            self._bound(key, max_tokens=1).invoke(list(messages))
 
     def complete(self, messages: Sequence[BaseMessage], key: str | None = None) -> str:
         return "".join(self.stream(messages, key))
@@ -418,7 +447,8 @@ class ChatPort:
 
         def run() -> None:
             try:
-                self.model.bind(max_tokens=1).invoke(list(messages))
+                with self._live_request():
+                    self.model.bind(max_tokens=1).invoke(list(messages))
             except Exception as e:
                 log.debug("prefetch to %s failed: %s", self.base_url, e)
 

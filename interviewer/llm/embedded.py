@@ -524,7 +524,8 @@ class EmbeddedServer:
     ) -> None:
         """Args:
         idle: run the server at the OS's idle priority (Linux SCHED_IDLE, else nice 19): for background
-            work beside a server someone waits on, which then gets the CPU whenever it wants it.
+            work beside a server someone waits on, which then gets the CPU whenever it wants it (its owner also
+            pauses it while that server works for a candidate: :meth:`pause`).
         batch: prompt tokens the server reads per step (0: llama.cpp's default).
         cache_ram_mib: host RAM for the prompts of idle slots.
         """
@@ -689,10 +690,20 @@ class EmbeddedServer:
             time.sleep(0.1)
 
     def _failure(self, what: str) -> EmbeddedModelError:
+        if self.idle:  # the live server runs: this one only adds its own memory beside the shared weights
+            role, fix = (
+                "background model server",
+                "Check free memory (it needs about 0.8 GB beside the live server) or set "
+                "INTERVIEWER_BACKGROUND_SERVER=0 to run background work on the live server",
+            )
+        else:
+            role, fix = (
+                "embedded model server",
+                "Check free memory (it needs ~2 GB) or pick a smaller model with INTERVIEWER_EMBEDDED_MODEL, "
+                "or point INTERVIEWER_BASE_URL at another server",
+            )
         return EmbeddedModelError(
-            f"the embedded model server ({self.spec.display_name}) {what}. "
-            f"Check free memory (it needs ~2 GB) or pick a smaller model with INTERVIEWER_EMBEDDED_MODEL, "
-            f"or point INTERVIEWER_BASE_URL at another server. Log {self.log_path}, last lines:\n"
+            f"the {role} ({self.spec.display_name}) {what}. {fix}. Log {self.log_path}, last lines:\n"
             f"{_tail(self.log_path)}"
         )
 
@@ -700,7 +711,7 @@ class EmbeddedServer:
         """Freeze the server's process (every thread, mid-step included) until :meth:`resume`.
 
         Requests in flight just wait: the server holds them and their sockets. For a server whose work can
-        wait, while another one's reply is being computed.
+        wait, while another one works for a candidate (a reply, a prefill, a reply generated ahead).
         """
         proc, stop = self._proc, getattr(signal, "SIGSTOP", None)  # no such signal on Windows: never paused
         if proc is not None and stop is not None and proc.poll() is None:

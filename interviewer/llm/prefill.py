@@ -9,6 +9,9 @@ Rules, per model port:
   partial prompts are never sent;
 - never in a reply's way: nothing is sent while a real reply streams on the port, and at most
   ``max_in_flight`` prefills run at once across all sessions (a per-port budget);
+- never twice: a prompt the session's last prefill sent already is not sent again (typing inside a word does not
+  change the prompt, which is cut at the last whole word). Each prefill is a live request, which pauses the
+  background server, so a repeat would cost background work too;
 - failures are ignored (it is an optimisation) and counted for the benchmark.
 """
 
@@ -16,16 +19,20 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from langchain_core.messages import BaseMessage
+
+from interviewer.llm.speculate import Signature, signature
 
 log = logging.getLogger(__name__)
 
 Send = Callable[[Sequence[BaseMessage], str], None]  # (prompt, session key)
 _RETRY_S = 0.25  # how often a waiting prefill looks again for a free budget and no streaming reply
 _GIVE_UP_S = 5.0  # after this long without a chance, the text is dropped
+_REMEMBERED = 1024  # sessions whose last prompt sent is remembered (not sent again)
 
 
 @dataclass
@@ -36,6 +43,7 @@ class PrefillStats:
     sent: int = 0
     superseded: int = 0
     skipped_busy: int = 0
+    repeated: int = 0  # the prompt the session's last prefill sent: the server holds it already
     failed: int = 0
     sent_prompts: list[str] = field(default_factory=list)  # the last human message of each one sent
 
@@ -52,6 +60,7 @@ class Prefiller:
         self._lock = threading.Lock()
         self._pending: dict[str, Sequence[BaseMessage]] = {}
         self._running: set[str] = set()
+        self._sent: OrderedDict[str, Signature] = OrderedDict()  # session key -> its last prompt sent
         self._idle = threading.Condition(self._lock)
         self.stats = PrefillStats()
 
@@ -84,6 +93,10 @@ class Prefiller:
                     self._running.discard(key)
                     self._idle.notify_all()
                     return
+                sig = signature(messages)
+                if self._sent.get(key) == sig:
+                    self.stats.repeated += 1
+                    continue
             if self._busy() or not self._budget.acquire(timeout=_RETRY_S):
                 # A reply is streaming, or other sessions' prefills use the budget: wait a little, keeping
                 # this text unless newer text arrived meanwhile; give up after a while (newer text may come).
@@ -104,6 +117,10 @@ class Prefiller:
                 self._send(messages, key)
                 with self._lock:
                     self.stats.sent += 1
+                    self._sent[key] = sig
+                    self._sent.move_to_end(key)
+                    while len(self._sent) > _REMEMBERED:
+                        self._sent.popitem(last=False)
                     last = messages[-1].content if messages else ""
                     self.stats.sent_prompts.append(last if isinstance(last, str) else "")
             except Exception as e:  # an optimisation: never let it surface

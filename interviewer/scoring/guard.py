@@ -9,6 +9,8 @@ stay in.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import re
 import secrets
 from dataclasses import dataclass
@@ -142,12 +144,22 @@ def screen(answer: str) -> Screened:
     return Screened(text=text, removed=removed, before_first=before)
 
 
-def fence(text: str) -> tuple[str, str, str]:
-    """Wrap ``text`` in markers with a random id it cannot contain; returns (block, open_tag, close_tag).
+# Drawn once per process: a keyed fence id is the same for one key here and cannot be worked out elsewhere.
+_FENCE_SECRET = secrets.token_bytes(32)
 
-    Angle brackets in the text are replaced by look-alikes, so the candidate cannot write a closing tag.
+
+def fence(text: str, key: str | None = None) -> tuple[str, str, str]:
+    """Wrap ``text`` in markers with an id it cannot contain; returns (block, open_tag, close_tag).
+
+    The id is random; with ``key``, it is the same for every call with that key in this process (an HMAC of
+    the key under a secret drawn at start), so prompts over a growing answer share their prefix up to the old
+    answer's end and a prompt-caching server reads only what was added. Angle brackets in the text are replaced
+    by look-alikes, so the candidate cannot write a closing tag, whether or not the id is known.
     """
-    nonce = secrets.token_hex(6)
+    if key is None:
+        nonce = secrets.token_hex(6)
+    else:
+        nonce = hmac.new(_FENCE_SECRET, key.encode(), hashlib.sha256).hexdigest()[:12]
     open_tag, close_tag = f"<candidate_answer id={nonce}>", f"</candidate_answer id={nonce}>"
     safe = text.replace("<", "‹").replace(">", "›")
     return f"{open_tag}\n{safe}\n{close_tag}", open_tag, close_tag
