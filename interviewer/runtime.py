@@ -261,8 +261,8 @@ class Runtime:
         )
 
     def reading_trust(self, port: ChatPort | None) -> ReaderTrust | None:
-        """The model's measured reading trust (``interviewer calibrate --reader``, or the one shipped for the
-        embedded model); None without a model or a measurement."""
+        """The model's measured reading trust (``interviewer calibrate --reader``); None without a model or a
+        measurement."""
         if port is None:
             return None
         from interviewer.scoring.reader_trust import load_trust

@@ -23,8 +23,6 @@ from interviewer.scoring.reader import DEFAULT_MODE, Finding, Mode, ReaderStats,
 from interviewer.scoring.stages import ReaderTrust
 
 TRUST_FILE = "reader_trust.json"
-# The embedded model's figures, as `interviewer calibrate --reader` stored them (see BENCHMARKS.md).
-SHIPPED_TRUST = Path(__file__).with_name("reader_trust.json")
 Split = Literal["dev", "heldout"]
 FINDINGS: tuple[Finding, ...] = ("stated", "contradicted", "not stated")
 
@@ -196,25 +194,16 @@ def trust_path(data_dir: Path) -> Path:
 
 def load_trust(data_dir: Path, model_id: str) -> ReaderTrust | None:
     """The stored weight for ``model_id`` (its dev agreement, 0-1, overall and per probe kind), or None when it
-    was never measured.
-
-    The data directory's file (``interviewer calibrate --reader``) comes first; then the figures shipped for
-    the embedded model (:data:`SHIPPED_TRUST`: its weights are pinned by hash, so a measurement holds for every
-    install).
-    """
-    for path in (trust_path(data_dir), SHIPPED_TRUST):
-        try:
-            entry = json.loads(path.read_text(encoding="utf-8")).get(model_id)
-        except (OSError, ValueError, AttributeError):
-            continue
+    was never measured."""
+    path = trust_path(data_dir)
+    try:
+        entry = json.loads(path.read_text(encoding="utf-8")).get(model_id)
         if not entry:
-            continue
-        try:
-            per_kind = {str(k): float(v) for k, v in (entry.get("per_kind") or {}).items()}
-            return ReaderTrust(float(entry["weight"]), per_kind)
-        except (KeyError, TypeError, ValueError, AttributeError):
             return None
-    return None
+        per_kind = {str(k): float(v) for k, v in (entry.get("per_kind") or {}).items()}
+        return ReaderTrust(float(entry["weight"]), per_kind)
+    except (OSError, ValueError, AttributeError, KeyError, TypeError):
+        return None
 
 
 def store_trust(data_dir: Path, model_id: str, ev: Evaluation, *, mode: Mode, probe_set: Path) -> Path:
