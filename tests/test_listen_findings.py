@@ -169,13 +169,13 @@ def test_findings_of_a_probe_kind_the_model_reads_poorly_are_not_heeded():
 
 
 def test_the_interview_heeds_only_the_kinds_its_reading_model_is_trusted_on(tmp_path):
-    from interviewer.scoring.stages import MIN_READER_TRUST, ReaderTrust
+    from interviewer.scoring.stages import MIN_KIND_TRUST, ReaderTrust
 
     model = ScriptedChatModel().queue(*[_reader_reply] * 12)
     it = _interview(
         tmp_path,
         ChatPort(model, name="scripted reader"),
-        trust=ReaderTrust(0.8, {"option": MIN_READER_TRUST - 0.05}),
+        trust=ReaderTrust(0.8, {"option": MIN_KIND_TRUST - 0.05}),
     )
     it.ahead.read_ahead(WRONG)
     assert it.reading.probing.wait_idle(10) and model.calls

@@ -27,6 +27,7 @@ from interviewer.scoring.models import QuestionScore
 from interviewer.scoring.probe_reader import ProbeReader
 from interviewer.scoring.scorer import CONTRADICTED_ANSWER_MAX, CONTRADICTED_CRITERION_MAX, RubricScorer
 from interviewer.scoring.stages import (
+    MIN_KIND_TRUST,
     MIN_READER_TRUST,
     VOCABULARY_ONLY_CREDIT,
     ReaderTrust,
@@ -180,7 +181,7 @@ def test_findings_act_only_for_the_probe_kinds_the_model_reads_well_enough(
 ) -> None:
     answer = _strong_with_wrong_phases()
     offline = scorer.score(question, [answer])
-    picks_poorly = ReaderTrust(0.8, {"option": MIN_READER_TRUST - 0.1, "number": 0.9})
+    picks_poorly = ReaderTrust(0.8, {"option": MIN_KIND_TRUST - 0.1, "number": 0.9})
     # the phase probe is an option probe: read by a model measured below the bar on options, it is noted only
     numbers: dict[str, tuple[ReadingVerdict, str | None]] = {
         k: ("stated", None) for k in ("main.0", "main.1")
@@ -189,7 +190,7 @@ def test_findings_act_only_for_the_probe_kinds_the_model_reads_well_enough(
     noted = scorer.score(question, [answer], reader=contradicted)
     assert noted.overall == offline.overall
     assert not any(c.status == "contradicted" for c in noted.criteria)
-    assert any("option probes at 0.50" in n and "noted only" in n for n in noted.notes)
+    assert any("option probes at 0.40" in n and "noted only" in n for n in noted.notes)
     # nor does a silent option probe halve vocabulary credit for it
     assert noted.overall == scorer.score(question, [answer], reader=Scripted(numbers, picks_poorly)).overall
     # the same model's number probes act: a wrong per-token time caps the answer

@@ -583,15 +583,20 @@ def readings(spec: RubricSpec, seen: ScreenedAnswers, reader: Reader | None) -> 
 # measured, they are noted and change nothing. The embedded 1.5B model agrees on 76% of the probe set's dev
 # half; a reader that gets more than one probe in three wrong would cap right answers as wrong too often.
 MIN_READER_TRUST = 0.6
+# A probe kind acts only from this agreement of its own: better than an even chance, far above the 25-33% of
+# guessing among three or four choices. Chosen on the dev traps: the embedded model's option probes (52-59% on
+# the probe set, whose option answers are built to echo the wrong claims) still cut wrong answers' scores and
+# let the listener challenge them there, without capping a strong answer.
+MIN_KIND_TRUST = 0.5
 
 
 @dataclass(frozen=True)
 class ReaderTrust:
     """A reading model's measured agreement with hand labels, overall and per probe kind where measured.
 
-    Findings act per kind: a kind whose own agreement is below :data:`MIN_READER_TRUST` (a small model reads
+    Findings act per kind: a kind whose own agreement is below :data:`MIN_KIND_TRUST` (a small model reads
     typed numbers and names far better than it picks among worded claims) is noted and changes nothing, even
-    when the model's overall agreement lets the other kinds act.
+    when the model's overall agreement (at least :data:`MIN_READER_TRUST`) lets the other kinds act.
     """
 
     overall: float
@@ -602,11 +607,11 @@ class ReaderTrust:
         return ReaderTrust(float(trust)) if isinstance(trust, int | float) else trust
 
     def acts_on(self, kind: str) -> bool:
-        return self.overall >= MIN_READER_TRUST and self.per_kind.get(kind, self.overall) >= MIN_READER_TRUST
+        return self.overall >= MIN_READER_TRUST and self.per_kind.get(kind, self.overall) >= MIN_KIND_TRUST
 
     def quiet_kinds(self) -> list[str]:
         """The probe kinds measured below the bar (their findings are only noted)."""
-        return sorted(k for k, v in self.per_kind.items() if v < MIN_READER_TRUST)
+        return sorted(k for k, v in self.per_kind.items() if v < MIN_KIND_TRUST)
 
 
 # A key point credited by coverage (shared vocabulary) while every probe of it reads "not stated" keeps this
@@ -757,7 +762,7 @@ def findings(
         out.notes.append(
             f"{quiet} probe reading(s) noted only: the model reads "
             + ", ".join(f"{k} probes at {measured.per_kind[k]:.2f}" for k in measured.quiet_kinds())
-            + f", below {MIN_READER_TRUST}"
+            + f", below {MIN_KIND_TRUST}"
         )
     crit_of = {
         k: name for name, ks in assign_key_points(enc, spec.criteria, spec.key_points).items() for k in ks
