@@ -414,9 +414,9 @@ def _readings_of(q: Quantity, unit: str | None) -> list[float]:
     return values
 
 
-# A contradiction caps a score, so the sentence a wrong number or name comes from must be about the probe's
-# question: at least this many of the question's content words (a number copied from a sentence on something
-# else is a misread, not the candidate's answer).
+# A contradiction caps a score, so the sentence a wrong number comes from must be about the probe's question:
+# at least this many of the question's content words (a number copied from a sentence on something else is a
+# misread, not the candidate's answer). Chosen on the dev traps.
 ON_TOPIC_WORDS = 2
 _ASK_STOP = frozenset(
     "what which how many much does do did the candidate say says give gives compute computes name names "
