@@ -1076,12 +1076,17 @@ def test_a_wrong_number_contradicts_only_as_the_candidates_answer_to_the_reading
     assert spoken_to_digits("a couple of megabytes") == "2 MB"
 
 
-def test_a_wrong_name_beside_a_right_one_contradicts_nothing() -> None:
+def test_a_wrong_name_beside_a_right_one_in_its_sentence_contradicts_nothing() -> None:
     limit = Probe(point="main.0", kind="named", ask="Which resource does the candidate name as the limit?",
                   accept=["register file", "registers"], reject=["shared memory"])  # fmt: skip
     both = "What caps it is the register file, plus shared memory per block."
     mixed = read_each(Reader(answer=lambda q, o: "shared memory"), QUESTION, both, [limit]).probes[0]
     assert mixed.finding == NOT_STATED and "also names" in mixed.why
+    # a right name in another sentence is no excuse: the wrong one is still the candidate's answer
+    apart = "Registers matter less here. What caps it is shared memory per block."
+    assert read_each(Reader(answer=lambda q, o: "shared memory"), QUESTION, apart, [limit]).probes[
+        0
+    ].finding == ("contradicted")
     only = "What caps it here is shared memory per block."
     assert read_each(Reader(answer=lambda q, o: "shared memory"), QUESTION, only, [limit]).probes[
         0

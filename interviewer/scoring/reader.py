@@ -516,8 +516,8 @@ def judge_name(probe: Probe, read: str | None, answer: str) -> tuple[Finding, st
             return "stated", sentence, f"'{read}' is accepted ({accepted[0]})"
         return "contradicted", sentence, f"the candidate denies '{read}'"
     if asserted:
-        right = next((h for h in (find_assertion(answer, a) for a in probe.accept) if h), None)
-        if right is not None:  # one of several names the candidate gives: no clear reading
+        right = next((h for h in (find_assertion(sentence or "", a) for a in probe.accept) if h), None)
+        if right is not None:  # one of several names in the same sentence: no clear reading
             return (
                 NOT_STATED,
                 None,
