@@ -662,6 +662,10 @@ _INPUT = re.compile(r"\binput:\s*(.+)$", re.I)
 _BRACKETED = re.compile(r"\[[^\[\]]*(?:\[[^\[\]]*\][^\[\]]*)*\]")
 
 
+# "line 11", "lines 11, 17 and 26", "lines 4-9": places in the candidate's own code, never a hidden value
+_LINE_REFS = re.compile(r"\blines?\s+\d+(?:\s*(?:,|-|–|to|and|,\s*and)\s*\d+)*", re.I)
+
+
 def _numbers(text: str) -> list[float]:
     out = []
     for m in _NUM.finditer(text):
@@ -748,7 +752,7 @@ def leaks_hidden(
         if sq and sq in low and sq not in allowed_low:
             return True
     given = set(_numbers(" ".join(allowed)))
-    for x in _numbers(text):
+    for x in _numbers(_LINE_REFS.sub(" ", text)):
         if x in given or (abs(x) < 2 and x == int(x)):
             continue
         for value, tol in h.numbers:

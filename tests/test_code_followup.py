@@ -301,6 +301,15 @@ def test_numeric_answers_leak_within_their_tolerance_and_not_outside_it():
     assert not cf.leaks_hidden("Why did you say 4.7?", task, allowed=["speedup_8: 4.7"])
 
 
+def test_line_numbers_of_the_candidates_code_are_never_taken_for_hidden_values():
+    task = checker.get_task("numeric-amdahl")
+    # a line number that happens to equal a hidden answer is a place in the code, not the answer
+    assert not cf.leaks_hidden("What happens on lines 4, 10 and 26 when the fraction is zero?", task)
+    assert not cf.leaks_hidden("What does line 10 return for eight GPUs?", task)
+    assert cf.leaks_hidden("What does your code return for 10 workers?", task)  # not a line: a value
+    assert cf.leaks_hidden("On line 3, why is the speedup 4.7?", task)  # the answer itself still leaks
+
+
 # -- writing the question --------------------------------------------------------------------------------
 
 
