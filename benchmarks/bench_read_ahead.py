@@ -26,10 +26,10 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from benchmarks._embedded import chat_port  # noqa: E402
 from interviewer.config import Settings  # noqa: E402
 from interviewer.content.models import Probe, Question  # noqa: E402
 from interviewer.engine.probing import read_with_probes  # noqa: E402
-from interviewer.llm.client import ChatPort, build_chat_model  # noqa: E402
 from interviewer.llm.embedded import EmbeddedServer  # noqa: E402
 from interviewer.scoring.reader import read_answer  # noqa: E402
 
@@ -72,16 +72,7 @@ def main() -> None:
     got: dict[str, list[tuple[int, float]]] = {row: [] for row in ROWS}
     print(f"load average before: {os.getloadavg()[0]:.1f}", flush=True)
     with EmbeddedServer(settings, n_parallel=1, cache_ram_mib=256) as server:
-        url = server.start()
-        chat = build_chat_model(
-            settings,
-            base_url=url,
-            model=server.served_model_id,
-            temperature=0.0,
-            keepalive=False,
-            stream_usage=True,
-        )
-        port = ChatPort(model=chat, name=server.model_name, base_url=url, warm_cache=True, slots=server.slots)
+        port = chat_port(settings, server, server.start())
         for rep in range(args.reps):
             readings = (
                 {"main": read_answer(port, QUESTION, SO_FAR, [PHASE]).to_json()},

@@ -644,26 +644,33 @@ def test_trust_is_stored_and_read_per_model_id(tmp_path: Path) -> None:
 # -- the real embedded server ---------------------------------------------------------------------------------
 
 
+def _reader_port(settings: Any, server: Any) -> ChatPort:
+    """A port on the started ``server`` as the reader uses it: temperature 0, token usage streamed, the prompt
+    cache warmed, requests pinned to the server's slots."""
+    from interviewer.llm.client import build_chat_model
+
+    url = server.start()
+    chat = build_chat_model(
+        settings,
+        base_url=url,
+        model=server.served_model_id,
+        temperature=0.0,
+        keepalive=False,
+        stream_usage=True,
+    )
+    return ChatPort(model=chat, name=server.model_name, base_url=url, warm_cache=True, slots=server.slots)
+
+
 @pytest.mark.embedded
 def test_reader_requests_and_replies_on_the_embedded_server(tmp_path: Path) -> None:
     from interviewer.config import Settings
-    from interviewer.llm.client import build_chat_model
     from interviewer.llm.embedded import EmbeddedServer
 
     settings = Settings(
         data_dir=tmp_path / "data", embedded_model="smollm2-135m", embedded_threads=2, embedded_ctx=2048
     )
     with EmbeddedServer(settings, n_parallel=2) as server:
-        url = server.start()
-        chat = build_chat_model(
-            settings,
-            base_url=url,
-            model=server.served_model_id,
-            temperature=0.0,
-            keepalive=False,
-            stream_usage=True,
-        )
-        port = ChatPort(model=chat, name=server.model_name, base_url=url, warm_cache=True, slots=server.slots)
+        port = _reader_port(settings, server)
         answer = (
             "Decode is limited by memory bandwidth, because every weight is read once per token. Per token the "
             "KV cache takes 524,288 bytes. The tile is kept in shared memory while the keys stream past."
@@ -694,7 +701,6 @@ def test_reading_ahead_a_grown_answer_on_the_embedded_server_reads_only_what_was
     tmp_path: Path,
 ) -> None:
     from interviewer.config import Settings
-    from interviewer.llm.client import build_chat_model
     from interviewer.llm.embedded import EmbeddedServer
 
     settings = Settings(
@@ -714,16 +720,7 @@ def test_reading_ahead_a_grown_answer_on_the_embedded_server_reads_only_what_was
 
     # The background server's shape: one slot, a small host-RAM prompt cache.
     with EmbeddedServer(settings, n_parallel=1, cache_ram_mib=256) as server:
-        url = server.start()
-        chat = build_chat_model(
-            settings,
-            base_url=url,
-            model=server.served_model_id,
-            temperature=0.0,
-            keepalive=False,
-            stream_usage=True,
-        )
-        port = ChatPort(model=chat, name=server.model_name, base_url=url, warm_cache=True, slots=server.slots)
+        port = _reader_port(settings, server)
         # A fresh fence per reading, as before: the grown answer is read again from the fence on.
         fresh = {"main": read_answer(port, QUESTION, old, [PHASE]).to_json()}
         fresh_grown = {"main": read_answer(port, QUESTION, grown, [PHASE]).to_json()}
