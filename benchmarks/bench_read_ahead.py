@@ -88,9 +88,9 @@ def main() -> None:
     print(f"| reading ({server.model_name}) | new prompt tokens (median) | seconds (median) |")
     print("|---|---|---|")
     for row in ROWS:
-        tokens = statistics.median(t for t, _ in got[row])
-        seconds = statistics.median(s for _, s in got[row])
-        print(f"| {row} | {tokens:.0f} | {seconds:.2f} |")
+        median_tokens = statistics.median(t for t, _ in got[row])
+        median_seconds = statistics.median(s for _, s in got[row])
+        print(f"| {row} | {median_tokens:.0f} | {median_seconds:.2f} |")
 
 
 if __name__ == "__main__":
