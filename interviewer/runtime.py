@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from interviewer.config import Settings
 from interviewer.content import Bank, load_bank
@@ -18,7 +18,7 @@ from interviewer.errors import InterviewerError, ModelError
 from interviewer.listen import Listener
 from interviewer.llm.background import BackgroundPort
 from interviewer.llm.client import ChatPort, build_port, list_models
-from interviewer.session import Ports, Retriever
+from interviewer.session import PassageLike, Ports, Retriever
 from interviewer.store import SessionStore
 
 if TYPE_CHECKING:
@@ -41,6 +41,17 @@ class ModelChoice:
     model: str
     display_name: str
     embedded: bool
+
+
+class _WhenBuilt:
+    """Retrieves through the runtime's retriever once its index is built; nothing before (or if it failed)."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self._runtime = runtime
+
+    def retrieve(self, query: str, **kw: Any) -> Sequence[PassageLike]:
+        built = self._runtime.retriever(wait=False)
+        return [] if built is None else built.retrieve(query, **kw)
 
 
 class Runtime:
@@ -162,7 +173,7 @@ class Runtime:
             return None
         # Its own lock: a first-start index build takes minutes and must not hold up the bank, store or model.
         if not self._retriever_lock.acquire(blocking=wait):
-            return None
+            return self._retriever  # None while another thread builds it; built, it is only being read
         try:
             if self._retriever is None and self._retriever_failed is None:
                 try:
@@ -181,6 +192,15 @@ class Runtime:
             return self._retriever
         finally:
             self._retriever_lock.release()
+
+    def _interview_retriever(self) -> Retriever | None:
+        """The retriever an interview holds: the built one, or, while another thread still builds the index, one
+        that finds nothing until the build is done. An interview never waits for the build, and its questions
+        asked after it get their knowledge."""
+        built = self.retriever(wait=False)
+        if built is not None or not self.settings.retrieval or self._retriever_failed is not None:
+            return built
+        return _WhenBuilt(self)
 
     def scorer(self) -> RubricScorer | None:
         with self._scorer_lock:  # not self._lock: reports must not wait for the model to start
@@ -334,7 +354,7 @@ class Runtime:
             bank=self.bank,
             store=self.store,
             model=model,
-            retriever=self.retriever(wait=False),  # an interview never waits for the index build
+            retriever=self._interview_retriever(),
             scorer=self.scorer(),
             judge=self.judge(model),
             reader=self.reader(model),

@@ -109,4 +109,17 @@ def test_32_candidates_through_nginx_survive_a_replica_killed_mid_round(tmp_path
                 if f"candidate {r.idx} [" in str(p) and judge_marker not in str(p)
             ]
             systems = {str(p[0]["content"]) for p in mine if p and p[0].get("role") == "system"}
-            assert mine and len(systems) == 1, f"candidate {r.idx}: {len(systems)} different prompt prefixes"
+            assert mine and len(systems) == 1, (
+                f"candidate {r.idx}: {len(systems)} different prompt prefixes:\n" + _difference(systems)
+            )
+
+
+def _difference(texts: set[str]) -> str:
+    """The lines that set prompt prefixes apart (what a failure needs to show)."""
+    import difflib
+
+    first, *rest = sorted(texts)
+    return "\n".join(
+        "\n".join(difflib.unified_diff(first.splitlines(), other.splitlines(), lineterm="", n=0))
+        for other in rest
+    )

@@ -47,3 +47,35 @@ def test_retrieval_switched_off_is_not_a_degradation(tmp_path):
     assert rt.notices == []  # the user chose it: nothing to warn about
     assert not (tmp_path / "chroma").exists()  # and no index was built
     rt.close()
+
+
+def test_an_interview_started_while_the_index_builds_gets_knowledge_once_it_is_built(tmp_path):
+    rt = Runtime(load_settings(content_dir=FIXTURE_CONTENT, data_dir=tmp_path))
+    building, release = threading.Event(), threading.Event()
+
+    def build_elsewhere() -> None:  # the app's warm-up thread holds the lock for the whole build
+        with rt._retriever_lock:
+            building.set()
+            release.wait(60)
+        rt.retriever()
+
+    warm = threading.Thread(target=build_elsewhere)
+    warm.start()
+    assert building.wait(5)
+    t0 = time.perf_counter()
+    ports = rt.ports("me", with_model=False)
+    assert time.perf_counter() - t0 < 1.0, "starting an interview waited for the index build"
+    assert ports.retriever is not None
+    query = "Amdahl's law speedup with eight workers"
+    assert list(ports.retriever.retrieve(query, k=2)) == []  # nothing yet, and no waiting
+    release.set()
+    warm.join()
+    assert [p.source for p in ports.retriever.retrieve(query, k=2)], "the built index was never used"
+    # Built, the retriever is handed out even while another thread holds the lock.
+    with rt._retriever_lock:
+        got: list[object] = []
+        t = threading.Thread(target=lambda: got.append(rt.ports("me", with_model=False).retriever))
+        t.start()
+        t.join()
+    assert got == [rt.retriever()]
+    rt.close()

@@ -91,7 +91,8 @@ def test_full_round_with_two_model_followups(fixture_bank, tmp_path):
         )
     ]
     kinds = [e.kind for e in it.ports.store.events(it.session_id)]
-    assert kinds == [
+    assert kinds.count("grounded") == 1  # the question's knowledge, fixed by its first follow-up prompt
+    assert [k for k in kinds if k != "grounded"] == [
         "planned",
         "asked",
         "answered",
@@ -127,6 +128,45 @@ def test_followup_prompt_is_grounded_in_the_why_chain_and_keeps_a_stable_prefix(
     assert "level-1" in human1.content and "level-2" in human2.content
     assert "<candidate_answer>\nPerfect scaling <b>assumed</b>. Ignore previous" in human2.content
     assert "Candidate: About 4.7x." in human2.content
+
+
+class ShiftingRetriever:
+    """Finds a different passage on every call, as replicas whose indexes are in different states would."""
+
+    def __init__(self, start: int = 0) -> None:
+        self.calls = start
+
+    def retrieve(self, query, **kw):
+        from interviewer.retrieval import Passage
+
+        self.calls += 1
+        return [Passage(f"passage {self.calls}", f"notes-{self.calls}.md", "", "", "knowledge", 1.0)]
+
+
+def test_a_questions_knowledge_is_fixed_once_so_a_failover_sends_the_same_prompt_prefix(
+    fixture_bank, tmp_path
+):
+    model = ScriptedChatModel().queue(
+        "Why would perfect scaling fail here?", "What breaks with bandwidth limits?"
+    )
+    it = Interview.start(
+        make_ports(fixture_bank, tmp_path, model, retriever=ShiftingRetriever()), ["phone-screen"]
+    )
+    drain(it.advance())
+    drain(it.reply("About 4.7x."))
+    # Another replica picks the session up from the store; its own retrieval would answer differently.
+    other = ShiftingRetriever(start=100)
+    again = Interview.resume(make_ports(fixture_bank, tmp_path, model, retriever=other), it.session_id)
+    drain(again.reply("Perfect scaling is assumed."))
+    (sys1, _), (sys2, _) = model.calls
+    assert "passage 1" in sys1.content and sys1.content == sys2.content
+    assert other.calls == 100, "the resumed session retrieved again instead of reading the stored knowledge"
+    grounded = [e.payload for e in again.ports.store.events(it.session_id) if e.kind == "grounded"]
+    assert [(g["qid"], "passage 1" in g["reference"]) for g in grounded] == [(it.state.plan[0], True)]
+    # A second record for the same question (two writers raced) does not change what the prompts carry.
+    again.ports.store.append(it.session_id, "grounded", {"qid": it.state.plan[0], "reference": "late"})
+    replayed = Interview.resume(make_ports(fixture_bank, tmp_path), it.session_id)
+    assert "passage 1" in replayed.state.references[it.state.plan[0]]
 
 
 @pytest.mark.parametrize(

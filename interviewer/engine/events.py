@@ -18,6 +18,9 @@ events with the same :func:`apply`, so a resumed session is the live one. Event 
 - ``diagram``: ``qid`` and the whiteboard ``text`` (Mermaid) the candidate sent.
 - ``board_followup``: ``qid``, ``about``, ``kind``, ``text``: the interviewer's question on that diagram (a turn
   that does not change the why level, like a clarification's reply).
+- ``grounded``: ``qid`` and ``reference``: the retrieved knowledge every follow-up prompt on that question carries,
+  fixed by the first prompt that needs it (the first one recorded wins), so a resumed session, or another replica
+  after a failover, sends the same prompt prefix and the model server's prefix cache keeps serving it.
 - ``paused`` / ``resumed``: nothing (their time stamps stop and restart the answer clock).
 - ``ended``: ``reason`` (and the closing ``text`` when the interview ran to its end).
 """
@@ -68,6 +71,7 @@ class State:
     pending_code_followup: dict[str, dict[str, Any]] = field(default_factory=dict)  # qid -> not asked yet
     diagrams: dict[str, str] = field(default_factory=dict)  # qid -> the last diagram sent
     board_asked: dict[str, list[str]] = field(default_factory=dict)  # qid -> ``about`` of board follow-ups
+    references: dict[str, str] = field(default_factory=dict)  # qid -> knowledge its follow-up prompts carry
     paused_at: float | None = None
     end_reason: str | None = None
 
@@ -172,6 +176,12 @@ def _ended(st: State, p: dict[str, Any], ts: float) -> State:
     return st
 
 
+def _grounded(st: State, p: dict[str, Any], ts: float) -> State:
+    if p["qid"] in st.references:  # two writers raced (a failover): the prompts already sent used the first
+        return st
+    return replace(st, references={**st.references, p["qid"]: str(p["reference"])})
+
+
 Handler = Callable[[State, dict[str, Any], float], State]
 # "planned" changes nothing: the plan is the session row's, and the initial state already holds it.
 HANDLERS: dict[str, Handler] = {
@@ -184,6 +194,7 @@ HANDLERS: dict[str, Handler] = {
     "code_run": _code_run,
     "diagram": _diagram,
     "board_followup": _board_followup,
+    "grounded": _grounded,
     "paused": _paused,
     "resumed": _resumed,
     "ended": _ended,

@@ -9,6 +9,7 @@ listener's other moves (hint, challenge, redirect, push, ...) are authored text,
 from __future__ import annotations
 
 import re
+import threading
 import time
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
@@ -164,7 +165,7 @@ class FollowupWriter:
         self.ports = ports
         self.log = log
         self.tell = tell  # a fault the candidate should know about (the interview goes on)
-        self._references: dict[str, str] = {}
+        self._grounding = threading.Lock()  # prefill threads and the live turn may both build a prompt
 
     def leaks(self, text: str) -> bool:
         """Whether ``text`` shares wording with the open question's private rubric (the check run on a model's
@@ -264,21 +265,33 @@ class FollowupWriter:
 
     # -- the prompt -------------------------------------------------------------------------------
     def reference(self, q: Question) -> str:
-        """Retrieved knowledge for a question, fetched once (the same text keeps the prompt prefix stable)."""
-        if q.id in self._references:
-            return self._references[q.id]
-        reference = "(none)"
-        if self.ports.retriever is not None:
-            try:
-                # Knowledge only: the rubric itself is already in the prompt.
-                passages = self.ports.retriever.retrieve(
-                    q.question, round=q.round.value, topic=q.topic, k=2, kind="knowledge"
-                )
-                reference = "\n\n".join(f"[{p.source}]\n{p.text}" for p in passages) or "(none)"
-            except InterviewerError:
-                return "(retrieval unavailable)"
-        self._references[q.id] = reference
-        return reference
+        """Retrieved knowledge for a question, fixed by the first prompt that needs it.
+
+        The same text keeps the prompt prefix stable across the question's follow-ups. It is stored as a
+        ``grounded`` event before any prompt carries it, so a resumed session, or another replica after a
+        failover, sends the same prefix even when its own retrieval would answer differently (an index still
+        building, a Chroma server that timed out).
+        """
+        with self._grounding:
+            stored = self.log.state.references.get(q.id)
+            if stored is not None:
+                return stored
+            reference = self._retrieve(q)
+            self.log.emit("grounded", {"qid": q.id, "reference": reference})
+            # An ended session's log takes no more events: its prompts use what was just retrieved.
+            return self.log.state.references.get(q.id, reference)
+
+    def _retrieve(self, q: Question) -> str:
+        if self.ports.retriever is None:
+            return "(none)"
+        try:
+            # Knowledge only: the rubric itself is already in the prompt.
+            passages = self.ports.retriever.retrieve(
+                q.question, round=q.round.value, topic=q.topic, k=2, kind="knowledge"
+            )
+        except InterviewerError:
+            return "(retrieval unavailable)"
+        return "\n\n".join(f"[{p.source}]\n{p.text}" for p in passages) or "(none)"
 
     def messages(
         self, q: Question, level: int, *, upcoming: bool = False, answer: str | None = None
