@@ -8,6 +8,7 @@ import time
 
 from interviewer.config import load_settings
 from interviewer.runtime import Runtime
+from interviewer.session import Ports
 
 from .conftest import FIXTURE_CONTENT
 
@@ -62,9 +63,13 @@ def test_an_interview_started_while_the_index_builds_gets_knowledge_once_it_is_b
     warm = threading.Thread(target=build_elsewhere)
     warm.start()
     assert building.wait(5)
-    t0 = time.perf_counter()
-    ports = rt.ports("me", with_model=False)
-    assert time.perf_counter() - t0 < 1.0, "starting an interview waited for the index build"
+    # The build goes on until released: an interview start that waited for it would not return at all.
+    started: list[Ports] = []
+    t = threading.Thread(target=lambda: started.append(rt.ports("me", with_model=False)), daemon=True)
+    t.start()
+    t.join(120)
+    assert started, "starting an interview waited for the index build"
+    ports = started[0]
     assert ports.retriever is not None
     query = "Amdahl's law speedup with eight workers"
     assert list(ports.retriever.retrieve(query, k=2)) == []  # nothing yet, and no waiting
