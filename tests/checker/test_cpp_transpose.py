@@ -7,7 +7,7 @@ import pytest
 
 from interviewer.checker import channel, check, get_task
 from interviewer.checker.cpp_tasks import transpose as T
-from interviewer.checker.cpp_tasks._build import BoxRun
+from interviewer.checker.cpp_tasks._build import BoxRun, Check, to_verdict
 from interviewer.checker.sandbox import Limits, RunResult, Sandbox
 
 TASK = "cpp-tiled-transpose"
@@ -113,14 +113,22 @@ def test_speed_judge_passes_tiled_speed_code_when_no_run_could_tell_tiling_apart
     assert "speedup" in c.message and f"need {T.MIN_SPEEDUP:.2f}x" in c.message
 
 
+def test_an_unjudged_speed_test_passes_with_a_warning_the_verdict_shows() -> None:
+    speed = T.judge_speed([(DRAWN, _t(8.0, 7.5, 7.6)), (T.THRASH_SHAPE, _t(20.0, 18.0, 18.2))])
+    v = to_verdict(TASK, [Check("compiles", True, "ok"), Check("shape 1x1", True, "ok"), speed], 0.5)
+    assert v.passed and len(v.warnings) == 1
+    assert v.warnings[0].startswith(T.SPEED_TEST + ": the timing could not judge tiling")
+    assert "warning: " + v.warnings[0] in v.render_text()
+
+
 def test_speed_judge_fails_code_clearly_slower_than_the_tiled_loop_even_when_the_machine_cannot_judge() -> (
     None
 ):
-    runs = [(DRAWN, _t(8.0, 7.0, 9.0)), (T.THRASH_SHAPE, _t(20.0, 18.0, 21.0))]
+    runs = [(DRAWN, _t(8.0, 7.0, 9.0)), (T.THRASH_SHAPE, _t(20.0, 18.0, 22.0))]
     c = T.judge_speed(runs)
     assert not c.passed and c.warning is None
     assert "not measurably faster" in c.message and "could not judge tiling" in c.message
-    assert f"{min(9.0 / 7.0, 21.0 / 18.0):.2f}x its time" in c.message
+    assert f"{min(9.0 / 7.0, 22.0 / 18.0):.2f}x its time" in c.message
 
 
 def test_retries_time_the_thrash_shape_until_a_run_tells_tiling_apart() -> None:

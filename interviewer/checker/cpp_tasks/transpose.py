@@ -51,17 +51,17 @@ EDGE_SHAPES: tuple[tuple[int, int], ...] = (
 TIMING_SIDES = (1536, 2048, 2560)
 # Every pair of sides but 2048 rows with another column count: there the destination rows of a 32x32 tile
 # are 8 KiB apart and share cache sets, and the column-order naive loop (strided reads of a non-power-of-two
-# row) is as fast as the tiled reference (0.94-1.16 measured, with this harness and the one before it).
+# row) is nearly as fast as tiled code (the harness's own 32x32 loop 1.10-1.28x the faster naive loop,
+# `benchmarks/calibrate_transpose.py N --per-shape`, 20 runs per shape at load average 1.4-5).
 TIMING_SHAPES = tuple((r, c) for r in TIMING_SIDES for c in TIMING_SIDES if r != 2048 or c == 2048)
 TIMING_REPS = 7
 SPEED_TEST = "faster than naive (large matrix)"
 # Required speedup: best CPU time of the faster naive loop order / best CPU time of the candidate, 7
-# interleaved repetitions per run. Measured here with benchmarks/calibrate_transpose.py, 2 x 12 runs per
-# variant at load average 7-13 from other work (see README.md): 32x32 tiles 1.58-1.95, 16x16 1.30-1.74,
-# 64x64 1.11-1.96 (their 64 rows at a 8 KiB stride share L1 sets); the row-order naive loop 0.92-1.10,
-# the column-order one 0.75-0.95. 1.2 keeps the naive loops out with margin; retries keep 64x64 in.
-# Re-measured with the two-process harness on the drawn shapes (8 runs, load average 20-25): 32x32
-# 1.60-1.84, 16x16 1.19-1.84, 64x64 1.54-1.75, naive row order 0.73-0.99, column order 0.35-0.84.
+# interleaved repetitions per run. Measured with `benchmarks/calibrate_transpose.py 8` on the drawn shapes,
+# at load average 5-8 from other work (8 runs per variant): 32x32 tiles 1.56-2.01, 16x16 1.39-1.82, 64x64 0.98-1.82; the row-order
+# naive loop 0.94-1.10, the column-order one 0.42-0.88; the harness's own 32x32 loop 1.53-1.98 in the same
+# runs. 1.2 keeps the naive loops out. Some machines' caches and prefetchers make a 32x32 tiled loop less
+# than 1.2x the naive one on some shapes: the harness's own tiled loop says when (see judge_speed).
 MIN_SPEEDUP = 1.2
 # A ratio in [RETRY_ABOVE, MIN_SPEEDUP) may be noise from other load: up to RETRIES more runs, best counts.
 RETRY_ABOVE = 1.0
@@ -70,9 +70,11 @@ RETRIES = 2
 # L2s; the power-of-two stride makes the naive column walk thrash the same cache sets. A retry times this
 # shape when the machine's own tiled loop did not beat the naive loop by MIN_SPEEDUP on the drawn one.
 THRASH_SHAPE = (2048, 2048)
-# On a machine whose timing cannot tell tiled from untiled code, a candidate within this factor of the
-# harness's own tiled loop's time (best run) passes, with a warning.
-TILED_TOLERANCE = 1.10
+# Where no run could tell tiled from untiled code, a candidate within this factor of the harness's own tiled
+# loop's time (best of the runs) passes, with a warning. The same 32x32 code called in the worker took
+# 0.95-1.11x that loop's time on the thrash shape, where such runs retry, and 0.81-1.59x on the other drawn
+# shapes (`benchmarks/calibrate_transpose.py N --per-shape`, 10 runs per shape at load average 1.4-5).
+TILED_TOLERANCE = 1.15
 RUN_LIMITS = Limits(cpu_seconds=10.0, wall_seconds=20.0, memory_mb=1024)
 
 
