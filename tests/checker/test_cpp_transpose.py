@@ -205,6 +205,28 @@ def test_correct_but_untiled_transpose_fails_on_speed_only(sandbox: Sandbox) -> 
 
 
 @pytest.mark.sandbox
+def test_where_no_run_can_judge_tiling_the_grader_times_the_thrash_shape_and_compares_with_its_tiled_loop(
+    sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A bar no tiled loop reaches stands in for a machine whose caches hide the naive loop's misses.
+    monkeypatch.setattr(T, "MIN_SPEEDUP", 100.0)
+    seed = next(s for s in range(100) if T.timing_shape(np.random.default_rng(s)) != T.THRASH_SHAPE)
+    task = get_task(TASK)
+    ref = T.grade_checks(task.path, task.reference_code(), sandbox, seed=seed)[-1]
+    assert ref.name == T.SPEED_TEST and ref.passed, ref.message
+    assert ref.warning and "timing could not judge tiling" in ref.warning, ref.message
+    runs = ref.message.split("run(s): ", 1)[1].split(";", 1)[0].split(", ")
+    assert [r.split(" on ")[1] for r in runs[1:]] == ["2048x2048"] * T.RETRIES, ref.message
+    naive = T.grade_checks(task.path, task.starter_code, sandbox, seed=seed)[-1]
+    assert "timing could not judge tiling" in naive.message and "on 2048x2048" in naive.message
+    if naive.passed:  # the naive loop within TILED_TOLERANCE of the tiled one: this machine cannot tell
+        assert naive.warning, naive.message
+    else:
+        took = float(naive.message.rsplit("yours took ", 1)[1].split("x its time")[0])
+        assert took > T.TILED_TOLERANCE and "not measurably faster" in naive.message
+
+
+@pytest.mark.sandbox
 def test_off_by_one_at_the_tile_edge_is_caught(sandbox: Sandbox) -> None:
     code = _reference().replace("std::min(ii + kTile, rows)", "std::min(ii + kTile, rows - 1)")
     v = check(TASK, code, sandbox=sandbox)
