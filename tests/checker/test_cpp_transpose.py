@@ -180,6 +180,17 @@ def test_speed_check_never_judges_a_wrong_timed_result() -> None:
     assert not check.passed and "checksum mismatch" in check.message
 
 
+def test_a_wrong_result_on_the_retry_shape_fails_the_speed_test() -> None:
+    # Right on the drawn shape, on a machine that cannot judge it; wrong on the thrash shape the retry times.
+    def run(reps: int, shape: tuple[int, int]) -> T.Run:
+        again = _timed_run(shape, _t(20.0, 19.0, 1.0))
+        again.report.wrong[0] = 5
+        return again
+
+    check = T._speed_check(_timed_run(DRAWN, _t(8.0, 7.0, 7.0)), run, DRAWN)
+    assert not check.passed and "2048x2048 result of timed call(s) [1] is wrong" in check.message
+
+
 @pytest.mark.sandbox
 def test_reference_passes_every_shape_and_the_speed_test(sandbox: Sandbox) -> None:
     v = check(TASK, _reference(), sandbox=sandbox)

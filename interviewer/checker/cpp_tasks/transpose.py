@@ -338,10 +338,12 @@ def _speed_check(first: Run, run: Callable[[int, tuple[int, int]], Run], timed: 
             break
         again = run(TIMING_REPS, shape)
         r2 = again.report
+        # Records the harness did not write, or a wrong timed result, on any run: never judged on speed.
+        problem = r2.problem or _timed_problem(again, shape)
+        if problem:
+            return Check(SPEED_TEST, False, problem)
         t2 = _timing(r2.timings)
-        if again.box.crashed or r2.problem or not r2.finished or _timed_problem(again, shape) or t2 is None:
-            break
-        if len(r2.timings) < TIMING_REPS:
+        if again.box.crashed or not r2.finished or t2 is None or len(r2.timings) < TIMING_REPS:
             break
         runs.append((shape, t2))
     return judge_speed(runs)
