@@ -60,9 +60,9 @@ SPEED_TEST = "faster than naive (large matrix)"
 # interleaved repetitions per run. Measured with `benchmarks/calibrate_transpose.py 8` on the drawn shapes
 # (twice, 16 runs per variant, load average 2 and 6): 32x32 tiles 1.75-2.02, 16x16 1.34-2.10, 64x64
 # 1.60-1.99; the row-order naive loop 0.97-1.09, the column-order one 0.42-1.01; the harness's own 32x32
-# loop 1.56-2.14 in the same runs. 1.2 keeps the naive loops out. Some machines' caches and prefetchers make a 32x32
-# tiled loop less than 1.2x the naive one on some shapes: the harness's own tiled loop says when
-# (see judge_speed).
+# loop 1.56-2.14 in the same runs. 1.2 keeps the naive loops out. Some machines' caches and prefetchers
+# make a 32x32 tiled loop less than 1.2x the naive one on some shapes: the harness's own tiled loop says
+# when (see judge_speed).
 MIN_SPEEDUP = 1.2
 # A ratio in [RETRY_ABOVE, MIN_SPEEDUP) may be noise from other load: up to RETRIES more runs, best counts.
 RETRY_ABOVE = 1.0
@@ -323,7 +323,7 @@ def _timed_problem(r: Run, timed: tuple[int, int]) -> str | None:
 
 def _speed_check(first: Run, run: Callable[[int, tuple[int, int]], Run], timed: tuple[int, int]) -> Check:
     """Time the candidate (``first`` already did, on the drawn shape), retry if :func:`next_shape` says so,
-    and judge the runs; a run whose timed results are wrong is never judged on speed."""
+    and judge the runs; a wrong timed result in any run fails the test, whatever the times."""
     rows, cols = timed
     rep = first.report
     if first.box.crashed or not rep.finished or len(rep.timings) < TIMING_REPS:
