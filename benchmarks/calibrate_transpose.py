@@ -1,9 +1,13 @@
-"""Measure the naive/candidate speedup the cpp-tiled-transpose harness reports, to pick MIN_SPEEDUP.
+"""Measure the speedups the cpp-tiled-transpose harness reports, to pick MIN_SPEEDUP and check the baselines.
 
-Run: .venv/bin/python benchmarks/calibrate_transpose.py [runs] [solution.cpp ...]
+Run: .venv/bin/python benchmarks/calibrate_transpose.py [runs] [--per-shape] [solution.cpp ...]
 Without files it times the reference (32x32 tiles), 16x16 and 64x64 tiles, the naive loop and the
-column-order naive loop. Each run is one sandboxed harness run (7 interleaved repetitions, best of each) on
-the timed shape the grader would draw for that seed (sides 1536, 2048 or 2560).
+column-order naive loop. Each run is one sandboxed harness run (7 interleaved repetitions, best of each).
+By default a run times the shape the grader would draw for that seed (sides 1536, 2048 or 2560); with
+``--per-shape`` every pair of those sides is timed ``runs`` times (pairs the grader never draws are marked).
+Besides the candidate's speedup over the faster naive loop it prints the harness's own 32x32 tiled loop's
+speedup ("machine": the grader treats a run as able to judge tiling when this reaches MIN_SPEEDUP) and the
+candidate's time over that tiled loop's.
 """
 
 from __future__ import annotations
@@ -33,41 +37,61 @@ VARIANTS = {
 }
 
 
-def ratios(sb: Sandbox, code: str, runs: int) -> tuple[list[float], list[float]]:
-    """Speedups of ``code`` in ``runs`` sandboxed runs: ratio of the bests, and median of paired ratios."""
+def timings(sb: Sandbox, code: str, shapes: list[tuple[int, int]]) -> list[T.Timing]:
+    """One sandboxed harness run of ``code`` per shape: best CPU time of each loop."""
     obj = harness_object(sb, "transpose_harness", (TASK / "harness.cpp").read_text(), T.FLAGS)
-    out, paired = [], []
-    for seed in range(runs):
+    out = []
+    for seed, shape in enumerate(shapes):
         key = channel.new_key()
         files: dict[str, str | bytes] = {
-            "input.txt": T._input_text(
-                seed, [(1, 1)], T.TIMING_REPS, T.timing_shape(np.random.default_rng(seed))
-            ),
+            "input.txt": T._input_text(seed, [(1, 1)], T.TIMING_REPS, shape),
             channel.KEY_FILE: f"{key} {secrets.randbits(62)}\n",
         }
         r = build_plugin_and_run(
             sb, {"solution.cpp": code}, {"harness": obj}, files, T.FLAGS, T.PLUGIN_FLAGS, ["./prog", "input.txt"],
             limits=T.RUN_LIMITS, collect=["report.txt"],
         )  # fmt: skip
-        pairs = T._parse_records(r.files.get("report.txt", b""), key).timings
-        t = T._timing(pairs)
+        t = T._timing(T._parse_records(r.files.get("report.txt", b""), key).timings)
         if t is not None:
-            out.append(t.ratio)
-            paired.append(statistics.median(min(a, b) / c for a, b, c in pairs))
-    return out, paired
+            out.append(t)
+    return out
+
+
+def spread(values: list[float]) -> str:
+    if not values:
+        return "-"
+    return f"{min(values):.2f} - {statistics.median(values):.2f} - {max(values):.2f}"
+
+
+def row(label: str, ts: list[T.Timing]) -> str:
+    return (
+        f"| {label} | {spread([t.ratio for t in ts])} | {spread([t.machine_ratio for t in ts])} "
+        f"| {spread([t.cand / t.tiled for t in ts])} |"
+    )
 
 
 def main() -> None:
-    runs = int(sys.argv[1]) if len(sys.argv) > 1 else 10
-    variants = {Path(p).name: Path(p).read_text() for p in sys.argv[2:]} or VARIANTS
+    args = sys.argv[1:]
+    per_shape = "--per-shape" in args
+    args = [a for a in args if a != "--per-shape"]
+    runs = int(args[0]) if args and args[0].isdigit() else 10
+    files = args[1:] if args and args[0].isdigit() else args
+    variants = {Path(p).name: Path(p).read_text() for p in files} or VARIANTS
     sb = Sandbox()
-    print(f"speedup best-naive/candidate, {runs} runs each, need >= {T.MIN_SPEEDUP}")
+    print(
+        f"min - median - max over {runs} run(s); need >= {T.MIN_SPEEDUP} over the faster naive loop\n"
+        "| variant, shape | yours: speedup | machine: tiled loop's speedup | your time / tiled loop's |\n"
+        "|---|---|---|---|"
+    )
     for name, code in variants.items():
-        rs, ps = ratios(sb, code, runs)
-        print(
-            f"{name:24s} best/best: min {min(rs):.2f} median {statistics.median(rs):.2f} max {max(rs):.2f}"
-            f" | paired median: min {min(ps):.2f} median {statistics.median(ps):.2f} max {max(ps):.2f}"
-        )
+        if not per_shape:
+            drawn = [T.timing_shape(np.random.default_rng(seed)) for seed in range(runs)]
+            print(row(f"{name}, drawn shapes", timings(sb, code, drawn)), flush=True)
+            continue
+        for r in T.TIMING_SIDES:
+            for c in T.TIMING_SIDES:
+                mark = "" if (r, c) in T.TIMING_SHAPES else " (never drawn)"
+                print(row(f"{name}, {r}x{c}{mark}", timings(sb, code, [(r, c)] * runs)), flush=True)
 
 
 if __name__ == "__main__":

@@ -1054,14 +1054,14 @@ void doctor(bool plain_format) {
     std::string out, line;
     bool changed = false;
     while (std::getline(lines, line)) {
-        unsigned long long a, b, c, s;
+        unsigned long long a, b, t, c, s;
         std::size_t p = line.find("\"timing\": [");
         if (plain_format && std::sscanf(line.c_str(), "timing %llu %llu %llu %llu", &a, &b, &c, &s) == 4) {
             line = "timing " + std::to_string(a) + " " + std::to_string(b) + " " +
                    std::to_string(static_cast<unsigned long long>(a / 3.16)) + " " + std::to_string(s);
             changed = true;
         } else if (p != std::string::npos &&
-                   std::sscanf(line.c_str() + p, "\"timing\": [%llu, %llu, %llu]", &a, &b, &c) == 3) {
+                   std::sscanf(line.c_str() + p, "\"timing\": [%llu, %llu, %llu, %llu]", &a, &b, &t, &c) == 4) {
             std::string from = std::to_string(c) + "]";
             line.replace(line.find(from, p), from.size(), std::to_string(static_cast<unsigned long long>(a / 3.16)) + "]");
             changed = true;
@@ -1184,7 +1184,11 @@ void transpose(const float* src, float* dst, std::size_t rows, std::size_t cols)
 def test_work_offloaded_to_a_helper_process_is_not_free(sandbox: Sandbox, host_snapshot: None) -> None:
     """A transpose done by a clone(CLONE_VM) helper process cost the timed process nothing but waiting."""
     fast, text = _speed_verdict(HELPER_PROCESS, sandbox)
-    assert not fast, text
+    if fast:
+        # Only where the grader's own tiled loop could not beat the naive loop by the bar: code about as fast
+        # as that loop then passes with a warning (work done elsewhere would pass on speed, with none).
+        assert "timing could not judge tiling" in text, text
+        return
     assert "not measurably faster" in text, text
 
 

@@ -156,6 +156,7 @@ class Check:
     name: str
     passed: bool
     message: str
+    warning: str | None = None  # shown on the verdict even when the test passed
 
 
 @dataclass(frozen=True)
@@ -372,4 +373,5 @@ def to_verdict(task_id: str, checks: Sequence[Check], seconds: float) -> Verdict
     tests = [
         TestResult(name=c.name, passed=c.passed, message=c.message) for c in checks if c.name != "compiles"
     ]
-    return Verdict(task_id=task_id, tests=tests, seconds=seconds)
+    warnings = [f"{c.name}: {c.warning}" for c in checks if c.warning]
+    return Verdict(task_id=task_id, tests=tests, seconds=seconds, warnings=warnings)

@@ -46,39 +46,47 @@ EDGE_SHAPES: tuple[tuple[int, int], ...] = (
     (1, 1), (1, 37), (37, 1), (2, 3), (31, 33), (32, 32), (33, 31), (64, 64),
     (65, 129), (100, 7), (7, 100), (257, 300), (1000, 3), (3, 1000),
 )  # fmt: skip
-# 2048 x 2048 floats is 16 MiB per matrix: source plus destination fill a typical 32 MiB L3 and
-# dwarf 2 MiB L2s; the power-of-two stride makes the naive column walk thrash the same cache sets.
 # Each run times a shape drawn from the grader's seed among sides that are multiples of 512 floats (so the
 # naive walk still thrashes): code that recognises "the timing shape" has nothing fixed to recognise.
-TIMING_SHAPE = (2048, 2048)
 TIMING_SIDES = (1536, 2048, 2560)
 # Every pair of sides but 2048 rows with another column count: there the destination rows of a 32x32 tile
 # are 8 KiB apart and share cache sets, and the column-order naive loop (strided reads of a non-power-of-two
-# row) is as fast as the tiled reference (0.94-1.16 measured, with this harness and the one before it).
+# row) is nearly as fast as tiled code (the harness's own 32x32 loop 1.09-1.22x the faster naive loop,
+# `benchmarks/calibrate_transpose.py N --per-shape`, 16 runs per shape at load average 2-6).
 TIMING_SHAPES = tuple((r, c) for r in TIMING_SIDES for c in TIMING_SIDES if r != 2048 or c == 2048)
 TIMING_REPS = 7
 SPEED_TEST = "faster than naive (large matrix)"
 # Required speedup: best CPU time of the faster naive loop order / best CPU time of the candidate, 7
-# interleaved repetitions per run. Measured here with benchmarks/calibrate_transpose.py, 2 x 12 runs per
-# variant at load average 7-13 from other work (see README.md): 32x32 tiles 1.58-1.95, 16x16 1.30-1.74,
-# 64x64 1.11-1.96 (their 64 rows at a 8 KiB stride share L1 sets); the row-order naive loop 0.92-1.10,
-# the column-order one 0.75-0.95. 1.2 keeps the naive loops out with margin; retries keep 64x64 in.
-# Re-measured with the two-process harness on the drawn shapes (8 runs, load average 20-25): 32x32
-# 1.60-1.84, 16x16 1.19-1.84, 64x64 1.54-1.75, naive row order 0.73-0.99, column order 0.35-0.84.
+# interleaved repetitions per run. Measured with `benchmarks/calibrate_transpose.py 8` on the drawn shapes
+# (twice, 16 runs per variant, load average 2 and 6): 32x32 tiles 1.75-2.02, 16x16 1.34-2.10, 64x64
+# 1.60-1.99; the row-order naive loop 0.97-1.09, the column-order one 0.42-1.01; the harness's own 32x32
+# loop 1.56-2.14 in the same runs. 1.2 keeps the naive loops out. Some machines' caches and prefetchers
+# make a 32x32 tiled loop less than 1.2x the naive one on some shapes: the harness's own tiled loop says
+# when (see judge_speed).
 MIN_SPEEDUP = 1.2
 # A ratio in [RETRY_ABOVE, MIN_SPEEDUP) may be noise from other load: up to RETRIES more runs, best counts.
 RETRY_ABOVE = 1.0
 RETRIES = 2
+# 2048 x 2048 floats is 16 MiB per matrix: source plus destination fill a typical 32 MiB L3 and dwarf 2 MiB
+# L2s; the power-of-two stride makes the naive column walk thrash the same cache sets. A retry times this
+# shape when the machine's own tiled loop did not beat the naive loop by MIN_SPEEDUP on the drawn one.
+THRASH_SHAPE = (2048, 2048)
+# Where no run could tell tiled from untiled code, a candidate within this factor of the harness's own tiled
+# loop's time (best of the runs) passes, with a warning. The same 32x32 code called in the worker took
+# 0.94-1.16x that loop's time on the drawn shapes and 0.94-1.03x on the thrash shape, where such runs
+# retry; 16x16 tiles 0.98-1.34x (`benchmarks/calibrate_transpose.py`, load average 2-6).
+TILED_TOLERANCE = 1.15
 RUN_LIMITS = Limits(cpu_seconds=10.0, wall_seconds=20.0, memory_mb=1024)
 
 
 @dataclass(frozen=True)
 class Timing:
     """Best CPU time (ns) of each loop from one run (the candidate's read from outside its worker process);
-    the baseline is the faster of the two naive loop orders."""
+    the baseline is the faster of the two naive loop orders, ``tiled`` the harness's own 32x32 tiled loop."""
 
     rows_first: int
     cols_first: int
+    tiled: int
     cand: int
     reps: int
 
@@ -88,7 +96,18 @@ class Timing:
 
     @property
     def ratio(self) -> float:
+        """The candidate's speedup over the faster naive loop."""
         return self.naive / self.cand if self.cand else float("inf")
+
+    @property
+    def machine_ratio(self) -> float:
+        """The harness's own tiled loop's speedup over the faster naive loop, on the same run."""
+        return self.naive / self.tiled if self.tiled else float("inf")
+
+    @property
+    def discriminates(self) -> bool:
+        """Whether this run's timing tells tiled from untiled code (the tiled loop reached the bar)."""
+        return self.machine_ratio >= MIN_SPEEDUP
 
 
 def _mix(seed: int, n: int) -> np.ndarray:
@@ -180,7 +199,8 @@ class Report:
     """The harness's signed records of one run, checked for order and completeness."""
 
     shapes: dict[int, str]  # shape index -> SHA-256 of its block in out.bin
-    timings: list[tuple[int, int, int]]  # (rows-first, cols-first, candidate) CPU nanoseconds per timed call
+    # (rows-first, cols-first, tiled, candidate) CPU nanoseconds per timed call
+    timings: list[tuple[int, int, int, int]]
     wrong: list[int]  # elements of the candidate's result that differ from the transpose, per timed call
     sums: list[int]  # checksum of the candidate's result, per timed call
     finished: bool
@@ -203,7 +223,7 @@ def _parse_records(data: bytes, key: str) -> Report:
             return rep
         if isinstance(item.get("shape"), int) and isinstance(item.get("sha256"), str):
             rep.shapes[item["shape"]] = item["sha256"]
-        elif isinstance(item.get("timing"), list) and len(item["timing"]) == 3:
+        elif isinstance(item.get("timing"), list) and len(item["timing"]) == 4:
             rep.timings.append(tuple(int(x) for x in item["timing"]))  # type: ignore[arg-type]
             rep.wrong.append(int(item.get("wrong", -1)))
             rep.sums.append(int(item.get("sum", -1)))
@@ -212,11 +232,11 @@ def _parse_records(data: bytes, key: str) -> Report:
     return rep
 
 
-def _timing(rows: list[tuple[int, int, int]]) -> Timing | None:
+def _timing(rows: list[tuple[int, int, int, int]]) -> Timing | None:
     if not rows:
         return None
-    a, b, c = (min(r[k] for r in rows) for k in range(3))
-    return Timing(rows_first=a, cols_first=b, cand=c, reps=len(rows))
+    a, b, t, c = (min(r[k] for r in rows) for k in range(4))
+    return Timing(rows_first=a, cols_first=b, tiled=t, cand=c, reps=len(rows))
 
 
 @dataclass
@@ -240,17 +260,17 @@ def grade_checks(
     shapes = _shapes(rng)
     timed = timing_shape(rng)
 
-    def run(reps: int) -> Run:
+    def run(reps: int, shape: tuple[int, int]) -> Run:
         # Fresh secrets per run: the report key, and the seed of the timed inputs (never in the input file).
         key, tseed = channel.new_key(), secrets.randbits(62)
         box = build_plugin_and_run(
             sandbox, {"solution.cpp": code}, {"harness": obj},
-            {"input.txt": _input_text(seed, shapes, reps, timed), channel.KEY_FILE: f"{key} {tseed}\n"},
+            {"input.txt": _input_text(seed, shapes, reps, shape), channel.KEY_FILE: f"{key} {tseed}\n"},
             FLAGS, PLUGIN_FLAGS, ["./prog", "input.txt"], limits=limits, collect=["out.bin", "report.txt"],
         )  # fmt: skip
         return Run(box, tseed, _parse_records(box.files.get("report.txt", b""), key))
 
-    first = run(TIMING_REPS)
+    first = run(TIMING_REPS, timed)
     if not first.box.built:
         return [Check("compiles", False, "compile error:\n" + compile_summary(first.box.build_log))]
     checks = [Check("compiles", True, "compiled with g++ -std=c++17 -O2")]
@@ -301,42 +321,92 @@ def _timed_problem(r: Run, timed: tuple[int, int]) -> str | None:
     return None
 
 
-def _speed_check(first: Run, run: Callable[[int], Run], timed: tuple[int, int]) -> Check:
+def _speed_check(first: Run, run: Callable[[int, tuple[int, int]], Run], timed: tuple[int, int]) -> Check:
+    """Time the candidate (``first`` already did, on the drawn shape), retry if :func:`next_shape` says so,
+    and judge the runs; a wrong timed result in any run fails the test, whatever the times."""
     rows, cols = timed
-    name = SPEED_TEST
     rep = first.report
     if first.box.crashed or not rep.finished or len(rep.timings) < TIMING_REPS:
-        return Check(name, False, describe_failure(first.box) + f" during the {rows}x{cols} timing run")
+        return Check(SPEED_TEST, False, describe_failure(first.box) + f" during the {rows}x{cols} timing run")
     problem = _timed_problem(first, timed)
     if problem:
-        return Check(name, False, problem)
-    timings = [t for t in [_timing(rep.timings)] if t is not None]
+        return Check(SPEED_TEST, False, problem)
+    runs = [(timed, t) for t in [_timing(rep.timings)] if t is not None]
     for _ in range(RETRIES):
-        if not RETRY_ABOVE <= max(t.ratio for t in timings) < MIN_SPEEDUP:
+        shape = next_shape(runs)
+        if shape is None:
             break
-        again = run(TIMING_REPS)
+        again = run(TIMING_REPS, shape)
         r2 = again.report
+        # Records the harness did not write, or a wrong timed result, on any run: never judged on speed.
+        problem = r2.problem or _timed_problem(again, shape)
+        if problem:
+            return Check(SPEED_TEST, False, problem)
         t2 = _timing(r2.timings)
-        if again.box.crashed or r2.problem or not r2.finished or _timed_problem(again, timed) or t2 is None:
+        if again.box.crashed or not r2.finished or t2 is None or len(r2.timings) < TIMING_REPS:
             break
-        if len(r2.timings) < TIMING_REPS:
-            break
-        timings.append(t2)
-    best = max(timings, key=lambda t: t.ratio)
-    ratios = ", ".join(f"{t.ratio:.2f}" for t in timings)
-    detail = (
-        f"{rows}x{cols} matrix, best CPU time of {best.reps} interleaved runs: naive row-order {best.rows_first / 1e6:.1f} ms, "
-        f"column-order {best.cols_first / 1e6:.1f} ms, yours {best.cand / 1e6:.1f} ms; speedup "
-        f"over the faster naive loop {best.ratio:.2f}x (run(s): {ratios}; need {MIN_SPEEDUP:.2f}x)"
+        runs.append((shape, t2))
+    return judge_speed(runs)
+
+
+def next_shape(runs: list[tuple[tuple[int, int], Timing]]) -> tuple[int, int] | None:
+    """The shape of the next timing run, or None when the runs so far settle the speed test.
+
+    A candidate already at ``MIN_SPEEDUP`` needs no more runs. Otherwise a run where the machine's own tiled
+    loop did not reach the bar either says nothing about tiling: the next run times the thrash shape, where
+    the naive column walk is slowest. A ratio in [RETRY_ABOVE, MIN_SPEEDUP) on a machine that did tell tiled
+    from untiled code may be noise from other load: the first shape that did, again.
+    """
+    if not runs or max(t.ratio for _, t in runs) >= MIN_SPEEDUP:
+        return None
+    if not any(t.discriminates for _, t in runs):
+        return THRASH_SHAPE
+    if max(t.ratio for _, t in runs) >= RETRY_ABOVE:
+        return next(shape for shape, t in runs if t.discriminates)
+    return None
+
+
+def _detail(shape: tuple[int, int], t: Timing, runs: list[tuple[tuple[int, int], Timing]]) -> str:
+    mixed = len({s for s, _ in runs}) > 1
+    ratios = ", ".join(f"{r.ratio:.2f}" + (f" on {s[0]}x{s[1]}" if mixed else "") for s, r in runs)
+    return (
+        f"{shape[0]}x{shape[1]} matrix, best CPU time of {t.reps} interleaved runs: naive row-order "
+        f"{t.rows_first / 1e6:.1f} ms, column-order {t.cols_first / 1e6:.1f} ms, the grader's 32x32 tiled "
+        f"loop {t.tiled / 1e6:.1f} ms, yours {t.cand / 1e6:.1f} ms; speedup over the faster naive loop "
+        f"{t.ratio:.2f}x (run(s): {ratios}; need {MIN_SPEEDUP:.2f}x)"
     )
+
+
+def judge_speed(runs: list[tuple[tuple[int, int], Timing]]) -> Check:
+    """The speed test from the timing runs (shape timed, best times), the drawn shape first.
+
+    Pass at ``MIN_SPEEDUP`` over the faster naive loop in any run. When in no run the harness's own tiled
+    loop reached that bar, the timing cannot tell tiled from untiled code on this machine: a candidate about
+    as fast as that tiled loop (within ``TILED_TOLERANCE``) passes with a warning saying so, and only one
+    clearly slower than it fails.
+    """
+    if not runs:
+        return Check(SPEED_TEST, False, "no timing run finished: nothing to judge")
+    shape, best = max(runs, key=lambda r: r[1].ratio)
+    detail = _detail(shape, best, runs)
     if best.ratio >= MIN_SPEEDUP:
-        return Check(name, True, detail)
-    return Check(
-        name,
-        False,
+        return Check(SPEED_TEST, True, detail)
+    fail = (
         "correct, but not measurably faster than the naive transpose: " + detail + ". Walk the matrix in "
-        "square tiles (e.g. 32x32) so each tile of src and dst stays in cache while it is copied.",
+        "square tiles (e.g. 32x32) so each tile of src and dst stays in cache while it is copied."
     )
+    if any(t.discriminates for _, t in runs):
+        return Check(SPEED_TEST, False, fail)
+    m_shape, machine = max(runs, key=lambda r: r[1].machine_ratio)
+    own = (
+        f"the timing could not judge tiling on this machine: the grader's own 32x32 tiled loop was only "
+        f"{machine.machine_ratio:.2f}x the naive loop on {m_shape[0]}x{m_shape[1]} (need {MIN_SPEEDUP:.2f}x)"
+    )
+    vs_tiled = min(t.cand / t.tiled if t.tiled else float("inf") for _, t in runs)
+    if vs_tiled <= TILED_TOLERANCE:
+        note = f"{own}, and yours ran at {best.ratio:.2f}x, as fast as that tiled loop"
+        return Check(SPEED_TEST, True, f"{note}: not judged on speed ({detail})", warning=note)
+    return Check(SPEED_TEST, False, f"{fail} ({own}; yours took {vs_tiled:.2f}x its time)")
 
 
 def prepare(task: TaskInfo, sandbox: Sandbox) -> None:
