@@ -52,7 +52,7 @@ def main() -> int:
         type=parse_trust,
         default=None,
         help="the reading model's trust, overall and per probe kind (0.76,option=0.52): only the kinds it "
-        "lets act are heeded (default: every kind)",
+        "lets act are kept, as the listener reads only those (default: every kind)",
     )
     args = ap.parse_args()
     bank = load_bank(REPO)
@@ -142,7 +142,7 @@ def with_readings(
             stale += 1
             continue
         questions.add(qid)
-        findings = Findings.from_json(text, rejudged(row["readings"], q, text), acts_on)
+        findings = Findings.from_json(text, rejudged(row["readings"], q, text, acts_on))
         step1 = len(q.why(1).key_points) if q.why_chain else 0
         share = findings.share("why1", step1)
         why1_stated = share is not None and share >= WELL
