@@ -14,9 +14,11 @@ With ``--readings FILE`` (JSONL from benchmarks/read_traps.py: one line per answ
 on the embedded model), each answer that has a line is read as the first answer WITH those findings, as the
 interviewer reads an answer whose reading was ready before Send, and the next move is counted per answer kind:
 challenged as a wrong claim, redirected as off-topic, a why-1 target the readings find stated asked anyway, other.
-The same answers without the findings are shown beside it. A wrong answer "asserts an authored contradiction"
-when the offline clause reader finds one of the rubric's ``contradictions`` in it, or when the trap's own summary
-of its wrong claim carries at least half of the content words of one of them.
+The same answers without the findings are shown beside it. With ``--trust``, only the probe kinds it lets act
+are kept and each key point is decided from them, as if only those had been read (the listener reads no other
+kind). A wrong answer "asserts an authored contradiction" when the offline clause reader finds one of the
+rubric's ``contradictions`` in it, or when the trap's own summary of its wrong claim carries at least half of
+the content words of one of them.
 """
 
 from __future__ import annotations
