@@ -14,9 +14,11 @@ With ``--readings FILE`` (JSONL from benchmarks/read_traps.py: one line per answ
 on the embedded model), each answer that has a line is read as the first answer WITH those findings, as the
 interviewer reads an answer whose reading was ready before Send, and the next move is counted per answer kind:
 challenged as a wrong claim, redirected as off-topic, a why-1 target the readings find stated asked anyway, other.
-The same answers without the findings are shown beside it. A wrong answer "asserts an authored contradiction"
-when the offline clause reader finds one of the rubric's ``contradictions`` in it, or when the trap's own summary
-of its wrong claim carries at least half of the content words of one of them.
+The same answers without the findings are shown beside it. With ``--trust``, only the probe kinds it lets act
+are kept and each key point is decided from them, as if only those had been read (the listener reads no other
+kind). A wrong answer "asserts an authored contradiction" when the offline clause reader finds one of the
+rubric's ``contradictions`` in it, or when the trap's own summary of its wrong claim carries at least half of
+the content words of one of them.
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ def main() -> int:
         type=parse_trust,
         default=None,
         help="the reading model's trust, overall and per probe kind (0.76,option=0.52): only the kinds it "
-        "lets act are heeded (default: every kind)",
+        "lets act are kept, as the listener reads only those (default: every kind)",
     )
     args = ap.parse_args()
     bank = load_bank(REPO)
@@ -142,7 +144,7 @@ def with_readings(
             stale += 1
             continue
         questions.add(qid)
-        findings = Findings.from_json(text, rejudged(row["readings"], q, text), acts_on)
+        findings = Findings.from_json(text, rejudged(row["readings"], q, text, acts_on))
         step1 = len(q.why(1).key_points) if q.why_chain else 0
         share = findings.share("why1", step1)
         why1_stated = share is not None and share >= WELL

@@ -22,6 +22,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -45,16 +46,29 @@ def reader_version(question: Question) -> str:
     return h.hexdigest()[:16]
 
 
-def rejudged(readings: dict[str, Any], question: Question, text: str) -> dict[str, Any]:
+def rejudged(
+    readings: dict[str, Any],
+    question: Question,
+    text: str,
+    acts_on: Callable[[str], bool] | None = None,
+) -> dict[str, Any]:
     """A stored reading (``Readings.to_json()`` per part) with its option probes judged again by today's rules
     (:meth:`interviewer.scoring.reader.Readings.from_json` with ``rejudge_text``), so a change to the
     deterministic side is measured without asking the model again. A part read with probes that changed since
-    is left out."""
+    is left out.
+
+    ``acts_on``: keep only the probes of the kinds it lets act (the reading model's trust) and decide each key
+    point from them, as if only those had been read (the listener reads no other kind). None: every kind.
+    """
     out: dict[str, Any] = {}
     for part, got in readings.items():
         again = reader.Readings.from_json(got, question, rejudge_text=text)
-        if again is not None:
-            out[part] = again.to_json()
+        if again is None:
+            continue
+        if acts_on is not None:
+            kept = [f for f in again.probes if acts_on(f.probe.kind)]
+            again = reader.Readings(kept, reader.aggregate(kept), again.cost, again.mode)
+        out[part] = again.to_json()
     return out
 
 

@@ -420,19 +420,6 @@ class PointRead:
     typed: bool = False  # the finding is a number or a name the candidate wrote (borne out by the text)
 
 
-def _decided(point: str, probes: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """A key point's finding from the probes that count (as :func:`interviewer.scoring.reader.aggregate`
-    decides: contradicted by any, else stated by any, else not stated); None when none of them reads it."""
-    own = [p for p in probes if p.get("point") == point]
-    if not own:
-        return None
-    for finding in ("contradicted", "stated"):
-        hit = next((p for p in own if p.get("finding") == finding), None)
-        if hit is not None:
-            return {"finding": finding, "quote": hit.get("quote")}
-    return {"finding": "not stated", "quote": None}
-
-
 @dataclass(frozen=True)
 class Findings:
     """What the reading probes found in the text ``text``: the key points of its own part (``main`` for the
@@ -442,25 +429,17 @@ class Findings:
     points: dict[str, PointRead] = field(default_factory=dict)
 
     @classmethod
-    def from_json(
-        cls, text: str, parts: dict[str, Any], acts_on: Callable[[str], bool] | None = None
-    ) -> Findings:
+    def from_json(cls, text: str, parts: dict[str, Any]) -> Findings:
         """From ``Readings.to_json()`` per part (``{"main": ..., "why1@main": ...}``; the key's text before "@"
         names the part, so the point names stay apart).
 
-        ``acts_on``: which probe kinds count (the reading model's measured trust per kind,
-        :meth:`interviewer.scoring.stages.ReaderTrust.acts_on`); the others' findings are left out and each key
-        point is decided again from the probes that count. None: every kind counts.
+        Every finding given counts: the probe kinds the reading model is not trusted on are never read
+        (:func:`interviewer.engine.probing.read_with_probes`), so they are not among them.
         """
         points: dict[str, PointRead] = {}
         for readings in parts.values():
             probes = [p for p in readings.get("probes", []) if isinstance(p, dict)]
-            stored = dict(readings.get("points") or {})
-            if acts_on is not None:
-                probes = [p for p in probes if acts_on(str(p.get("kind") or ""))]
-                stored = {point: _decided(point, probes) for point in stored}
-                stored = {point: got for point, got in stored.items() if got is not None}
-            for point, got in stored.items():
+            for point, got in dict(readings.get("points") or {}).items():
                 own = [p for p in probes if p.get("point") == point]
                 hit = next((p for p in own if p.get("finding") == got.get("finding")), {})
                 points[point] = PointRead(

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from interviewer.content import Bank, Question
-from interviewer.engine.probing import ProbeAhead
+from interviewer.engine.probing import ActsOn, ProbeAhead
 from interviewer.listen import CHALLENGE_ASK, MAX_QUOTE_WORDS, Done, Findings, Listener, choose, heed
 from interviewer.llm.client import ChatPort
 from interviewer.llm.fake import ScriptedChatModel
@@ -152,20 +152,25 @@ def test_with_no_findings_the_listener_decides_as_before():
         assert move(answer, empty).move == move(answer, None).move
 
 
-def test_findings_of_a_probe_kind_the_model_reads_poorly_are_not_heeded():
-    both = readings(
-        {
-            "main.0": ("contradicted", WRONG_SENTENCE, "lowers it"),
-            "why1.0": ("stated", WRONG, "spread out over time"),
-        }
-    )
-    names_only = Findings.from_json(WRONG, both, acts_on=lambda kind: kind != "option")
-    assert "main.0" not in names_only.points  # the option probe's contradiction is left out, not re-decided
-    assert names_only.points["why1.0"].finding == "stated" and names_only.points["why1.0"].typed
-    # no challenge from it: the move is the one the name finding alone gives
-    alone = Findings.from_json(WRONG, readings({"why1.0": ("stated", WRONG, "spread out over time")}))
-    assert move(WRONG, names_only).move == move(WRONG, alone).move != "challenge"
-    assert move(WRONG, Findings.from_json(WRONG, both)).move == "challenge"  # every kind heeded: challenged
+def test_a_probe_kind_the_model_reads_poorly_is_never_read_so_its_finding_is_not_heeded():
+    q = question()
+
+    def read_ahead(acts_on: ActsOn | None) -> tuple[list[str], Findings]:
+        model = ScriptedChatModel().queue(*[_reader_reply] * 12)
+        probing = ProbeAhead(ChatPort(model, name="scripted reader"), acts_on=acts_on)
+        assert probing.offer(q, 0, WRONG) and probing.wait_idle(10)
+        found = probing.ready(q, 0, WRONG)
+        assert found is not None
+        return _asked_kinds(model), found
+
+    asked, names_only = read_ahead(lambda kind: kind != "option")
+    assert asked == ["NAME", "NAME"]  # the option probe was never asked
+    assert set(names_only.points) == {"why1.0", "why1.1"}  # its key point is left out, not "not stated"
+    # no challenge: the move is the one the answer gets without findings
+    assert move(WRONG, names_only).move == move(WRONG, None).move != "challenge"
+    asked, every = read_ahead(None)
+    assert sorted(set(asked)) == ["CLAIM", "NAME"] and every.points["main.0"].finding == "contradicted"
+    assert move(WRONG, every).move == "challenge"  # every kind read and heeded: challenged
 
 
 def test_the_interview_heeds_only_the_kinds_its_reading_model_is_trusted_on(tmp_path):
@@ -178,7 +183,29 @@ def test_the_interview_heeds_only_the_kinds_its_reading_model_is_trusted_on(tmp_
         trust=ReaderTrust(0.8, {"option": MIN_KIND_TRUST - 0.05}),
     )
     it.ahead.read_ahead(WRONG)
-    assert it.reading.probing.wait_idle(10) and model.calls
+    assert it.reading.probing.wait_idle(10)
+    assert _asked_kinds(model) == ["NAME", "NAME"]  # only the kinds it is trusted on were asked
+    it.submit(WRONG)
+    it.advance_all()
+    meta = [e.payload for e in it.ports.store.events(it.session_id) if e.kind == "asked"][-1]
+    assert meta["move"] != "challenge"
+
+
+def test_a_reading_model_trusted_on_no_probe_kind_of_the_question_is_never_asked(tmp_path):
+    from interviewer.scoring.stages import MIN_KIND_TRUST, MIN_READER_TRUST, ReaderTrust
+
+    model = ScriptedChatModel().queue(*[_reader_reply] * 12)
+    it = _interview(
+        tmp_path, ChatPort(model, name="scripted reader"), trust=ReaderTrust(MIN_READER_TRUST - 0.05)
+    )
+    q = question()
+    assert not it.reading.probing.offer(q, 0, WRONG)  # below the overall bar: no kind acts
+    it.ahead.read_ahead(WRONG)
+    assert it.reading.probing.wait_idle(10) and not _asked_kinds(model)
+    # trusted on numbers alone, and the question has no number probe: nothing to read either
+    numbers = ReaderTrust(0.8, {"option": MIN_KIND_TRUST - 0.05, "named": MIN_KIND_TRUST - 0.05})
+    assert not ProbeAhead(ChatPort(model, name="scripted reader"), acts_on=numbers.acts_on).offer(q, 0, WRONG)
+    assert not model.calls
     it.submit(WRONG)
     it.advance_all()
     meta = [e.payload for e in it.ports.store.events(it.session_id) if e.kind == "asked"][-1]
@@ -197,6 +224,12 @@ def _reader_reply(messages: Any) -> str:
     letter = re.search(r"^([A-Z])\) lowers it$", prompt, re.M)
     assert letter is not None, prompt
     return letter.group(1) if "the letter alone" in prompt else json.dumps({"claim": letter.group(1)})
+
+
+def _asked_kinds(model: ScriptedChatModel) -> list[str]:
+    """What each reading question the model was asked reads, in order: "CLAIM", "NUMBER" or "NAME"."""
+    prompts = [str(m[-1].content) for m in model.calls]
+    return [p.split("READING QUESTION\n", 1)[1].split(":", 1)[0] for p in prompts if "READING QUESTION" in p]
 
 
 def _interview(tmp_path: Path, reader: Any, trust: Any = None) -> Interview:
@@ -231,7 +264,9 @@ def test_the_answer_read_while_typed_turns_into_a_challenge_at_send(tmp_path):
 def test_a_reading_of_nearly_all_the_answer_is_used_and_a_stale_one_is_not(tmp_path):
     reads: list[str] = []
 
-    def read(port: Any, q: Question, level: int, text: str, cancel: threading.Event) -> dict[str, Any]:
+    def read(
+        port: Any, q: Question, level: int, text: str, cancel: threading.Event, acts_on: ActsOn | None
+    ) -> dict[str, Any]:
         reads.append(text)
         return readings({"main.0": ("contradicted", WRONG_SENTENCE, "lowers it")})
 
@@ -251,7 +286,9 @@ def test_a_reading_of_nearly_all_the_answer_is_used_and_a_stale_one_is_not(tmp_p
 def test_send_never_waits_for_a_reading_still_running(tmp_path):
     release = threading.Event()
 
-    def slow(port: Any, q: Question, level: int, text: str, cancel: threading.Event) -> dict[str, Any]:
+    def slow(
+        port: Any, q: Question, level: int, text: str, cancel: threading.Event, acts_on: ActsOn | None
+    ) -> dict[str, Any]:
         release.wait(10)
         return readings({"main.0": ("contradicted", WRONG_SENTENCE, "lowers it")})
 
@@ -267,7 +304,9 @@ def test_send_never_waits_for_a_reading_still_running(tmp_path):
 
 
 def test_a_failing_reader_leaves_the_interview_as_before(tmp_path):
-    def broken(port: Any, q: Question, level: int, text: str, cancel: threading.Event) -> dict[str, Any]:
+    def broken(
+        port: Any, q: Question, level: int, text: str, cancel: threading.Event, acts_on: ActsOn | None
+    ) -> dict[str, Any]:
         raise RuntimeError("server down")
 
     it = _interview(tmp_path, reader=object())

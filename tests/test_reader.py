@@ -24,7 +24,7 @@ from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResu
 from pydantic import PrivateAttr
 
 from interviewer.content.models import Probe, Question
-from interviewer.engine.probing import read_with_probes
+from interviewer.engine.probing import ProbeAhead, read_with_probes
 from interviewer.llm.client import BACKGROUND_KEY, ChatPort
 from interviewer.scoring.guard import fence
 from interviewer.scoring.reader import (
@@ -387,6 +387,72 @@ def test_reading_ahead_a_growing_answer_sends_the_prompt_read_before_as_its_pref
     read_question(port, question, {"main": "".join(GROWING)})
     head = later.split("READING QUESTION")[0]
     assert GROWING[1] in head and model._requests[sent]["prompt"].startswith(head)
+
+
+TYPED = (
+    "Decode is limited by memory bandwidth. Per token the cache holds 524288 bytes. The tile stays in SRAM."
+)
+
+
+def _typed_reply(q: str, options: list[str]) -> Any:
+    return 524288 if q.startswith("NUMBER") else "SRAM" if q.startswith("NAME") else "decode"
+
+
+def _asked_kinds(model: Reader) -> list[str]:
+    """What each reading question the model was asked reads, in order: "CLAIM", "NUMBER" or "NAME"."""
+    return [r["prompt"].split("READING QUESTION\n", 1)[1].split(":", 1)[0] for r in model._requests]
+
+
+def _numbers_only() -> Any:
+    from interviewer.scoring.stages import MIN_KIND_TRUST, ReaderTrust
+
+    return ReaderTrust(0.8, {"option": MIN_KIND_TRUST - 0.1, "named": MIN_KIND_TRUST - 0.1})
+
+
+def test_reading_ahead_asks_the_model_only_the_probe_kinds_its_trust_acts_on() -> None:
+    from interviewer.scoring.stages import MIN_READER_TRUST, ReaderTrust
+
+    model = Reader(answer=_typed_reply)
+    port = ChatPort(model=model, name="fake", slots=2, warm_cache=False)
+    question = Question.model_construct(id="q", question=QUESTION, probes=[PHASE, PER_TOKEN, MEMORY])
+    probing = ProbeAhead(port, acts_on=_numbers_only().acts_on)
+    assert probing.offer(question, 0, TYPED) and probing.wait_idle(10)
+    assert _asked_kinds(model) == ["NUMBER"]
+    found = probing.ready(question, 0, TYPED)
+    assert (
+        found is not None and set(found.points) == {"main.1"} and found.points["main.1"].finding == "stated"
+    )
+    # Every kind, for comparison: the same answer asks all three.
+    every = ProbeAhead(port)
+    assert every.offer(question, 0, TYPED) and every.wait_idle(10)
+    assert sorted(set(_asked_kinds(model))) == ["CLAIM", "NAME", "NUMBER"]
+    # A model trusted on no kind (overall agreement below the bar) is never asked: no reading starts.
+    sent = len(model._requests)
+    none = ReaderTrust(MIN_READER_TRUST - 0.1).acts_on
+    untrusted = ProbeAhead(port, acts_on=none)
+    assert not untrusted.offer(question, 0, TYPED) and untrusted.ready(question, 0, TYPED) is None
+    assert read_with_probes(port, question, 0, TYPED, threading.Event(), none) == {}
+    assert len(model._requests) == sent
+
+
+def test_reading_only_the_trusted_kinds_keeps_one_prompt_prefix_for_a_growing_answer() -> None:
+    model = Reader(answer=_typed_reply)
+    port = ChatPort(model=model, name="fake", slots=2, warm_cache=False)
+    question = Question.model_construct(id="q", question=QUESTION, probes=[PHASE, PER_TOKEN, MEMORY])
+    acts_on = _numbers_only().acts_on
+    read_with_probes(port, question, 0, GROWING[0], threading.Event(), acts_on)
+    read_with_probes(port, question, 0, "".join(GROWING), threading.Event(), acts_on)
+    assert _asked_kinds(model) == ["NUMBER", "NUMBER"]
+    first, later = model._requests[0]["prompt"], model._requests[-1]["prompt"]
+    shared = _shared_prefix(first, later)
+    assert shared.endswith(GROWING[0]) and "<candidate_answer id=" in shared  # the whole earlier reading
+    # The head does not depend on which probes follow: every kind of the same answer (the scorer reads them
+    # all) starts from the prompt the trusted kinds were read with.
+    sent = len(model._requests)
+    read_question(port, question, {"main": "".join(GROWING)})
+    head = later.split("READING QUESTION")[0]
+    rest = [r["prompt"] for r in model._requests[sent:]]
+    assert len(rest) == 4 and all(prompt.startswith(head) for prompt in rest)
 
 
 def test_requests_go_to_the_background_slot() -> None:

@@ -136,6 +136,7 @@ class Ports:
     # The model port the rubric's reading probes run on while the candidate answers (its background slot; it
     # yields to live replies). The listener uses a reading only when it is ready at Send. None: no probe readings.
     reading_port: Any | None = None
-    # The reading model's measured trust (scoring.stages.ReaderTrust): the listener heeds only the probe kinds
-    # it reads well enough. None: never measured, every kind is heeded.
+    # The reading model's measured trust (scoring.stages.ReaderTrust): the listener reads (and so heeds) only
+    # the probe kinds it reads well enough; a kind it would not heed costs no background request. None: never
+    # measured, every kind is read.
     reading_trust: Any | None = None

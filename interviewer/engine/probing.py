@@ -5,6 +5,12 @@ own key points, to find a wrong claim worth challenging, and the next why level'
 answered). When the candidate sends, the listener uses a reading only if it is ready and covers the answer as
 sent, or nearly all of it (:data:`NEARLY`); it never waits for one. With no model, a slow reader or an error,
 there is simply no reading and the listener decides as it does without one.
+
+Only the probe kinds the reading model is trusted on are read (``ReaderTrust.acts_on`` in
+:mod:`interviewer.scoring.stages`): a kind the listener would not heed costs no background request, and a
+question with no probe of a trusted kind is not read at all. The prompt's shared prefix (the question and the
+fenced answer) does not depend on which probes follow it, so a prompt-caching server still reads a growing answer
+only from where it stopped.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from interviewer.content import Question
+from interviewer.content.models import Probe
 from interviewer.listen import Findings
 
 log = logging.getLogger(__name__)
@@ -23,8 +30,10 @@ log = logging.getLogger(__name__)
 NEARLY = 0.9  # a reading of at least this share of the answer's words (its start) stands for the whole answer
 _KEPT = 8  # readings kept per interview (the latest few sentences' worth)
 
-# (model port, question, level, text, cancel) -> Readings.to_json() per part
-ReadFn = Callable[[Any, Question, int, str, threading.Event], dict[str, Any]]
+# which probe kinds the listener heeds (ReaderTrust.acts_on); None: every kind
+ActsOn = Callable[[str], bool]
+# (model port, question, level, text, cancel, acts_on) -> Readings.to_json() per part
+ReadFn = Callable[[Any, Question, int, str, threading.Event, ActsOn | None], dict[str, Any]]
 
 
 def parts(level: int) -> tuple[str, str | None]:
@@ -33,17 +42,32 @@ def parts(level: int) -> tuple[str, str | None]:
     return own, (f"why{level + 1}" if level + 1 <= 2 else None)
 
 
-def read_with_probes(
-    port: Any, q: Question, level: int, text: str, cancel: threading.Event
-) -> dict[str, Any]:
-    """Read ``text`` with its own part's probes and the next why level's, in one request over one prompt."""
-    from interviewer.scoring.reader import answer_key, probes_for, read_answer
+def probes_to_read(q: Question, level: int, acts_on: ActsOn | None = None) -> list[Probe]:
+    """The probes that read an answer to ``q`` given at ``level`` (:func:`parts`), of the kinds ``acts_on``
+    lets act (None: every kind)."""
+    from interviewer.scoring.reader import probes_for
 
     own, ahead = parts(level)
     probes = probes_for(q, own) + (probes_for(q, ahead) if ahead else [])
+    return [p for p in probes if acts_on is None or acts_on(p.kind)]
+
+
+def read_with_probes(
+    port: Any, q: Question, level: int, text: str, cancel: threading.Event, acts_on: ActsOn | None = None
+) -> dict[str, Any]:
+    """Read ``text`` with its own part's probes and the next why level's, in one request over one prompt.
+
+    Only the probes of the kinds ``acts_on`` lets act are asked (None: every kind); with none, nothing is
+    asked and the reading is empty. The key points' findings are those of the probes asked.
+    """
+    from interviewer.scoring.reader import answer_key, read_answer
+
+    own, _ = parts(level)
+    probes = probes_to_read(q, level, acts_on)
     if not probes:
         return {}
-    # One fence for every reading of this answer: the server reads the words added since the last one.
+    # One fence for every reading of this answer, whichever probes follow it: the server reads only the words
+    # added since the last one.
     key = answer_key(q.question, own)
     return {own: read_answer(port, q.question, text, probes, cancel=cancel, fence_key=key).to_json()}
 
@@ -59,11 +83,11 @@ class ProbeAhead:
         self,
         port: Any | None,
         read: ReadFn = read_with_probes,
-        acts_on: Callable[[str], bool] | None = None,
+        acts_on: ActsOn | None = None,
     ) -> None:
         self.port = port
         self._read = read
-        # which probe kinds the listener heeds (the reading model's measured trust); None: every kind
+        # which probe kinds are read (the reading model's measured trust): the listener heeds no other kind
         self._acts_on = acts_on
         self._lock = threading.Lock()
         self._next: tuple[Question, int, str] | None = None
@@ -76,8 +100,10 @@ class ProbeAhead:
 
     def offer(self, q: Question, level: int, text: str) -> bool:
         """Read ``text`` (answering ``q`` at ``level``) when the worker is free; the latest offer wins.
-        False when there is nothing to do (no model, no probes, read already or being read)."""
-        if self.port is None or level > 2 or not q.probes or not text.strip():
+        False when there is nothing to do (no model, no probe of a trusted kind, read already or being read)."""
+        if self.port is None or level > 2 or not text.strip():
+            return False
+        if not probes_to_read(q, level, self._acts_on):
             return False
         key = (q.id, level, text)
         with self._lock:
@@ -108,12 +134,12 @@ class ProbeAhead:
                 q, level, text = job
                 self._busy = (q.id, level, text)
             try:
-                got = self._read(self.port, q, level, text, self._cancel)
+                got = self._read(self.port, q, level, text, self._cancel, self._acts_on)
             except Exception as e:  # background work: a failed reading is no reading
                 self.failures += 1
                 log.debug("probe reading failed: %s", e)
                 continue
-            findings = Findings.from_json(text, got, self._acts_on)
+            findings = Findings.from_json(text, got)
             with self._lock:
                 self._done[(q.id, level, text)] = findings
                 while len(self._done) > _KEPT:
