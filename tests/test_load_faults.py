@@ -265,7 +265,9 @@ def test_an_index_build_in_progress_does_not_block_interviews(tmp_path: Path, st
     try:
         t = time.perf_counter()
         ports = rt.ports("me")
-        assert time.perf_counter() - t < 1.0 and ports.retriever is None
+        assert time.perf_counter() - t < 1.0 and ports.retriever is not None
+        # It finds nothing until the build is done, and does not wait for it either.
+        assert list(ports.retriever.retrieve("how does continuous batching work?", k=2)) == []
     finally:
         rt._retriever_lock.release()
         rt.close()
