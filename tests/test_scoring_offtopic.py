@@ -140,3 +140,25 @@ def test_reference_only_relevance_drops_the_unmet_rule_and_skips_terse_answers()
     )
     assert not short.off_topic and short.cap() == 4.0
     assert stages.relevance(nothing, None, exempt=False, covered=False, met=False, terse=True).off_topic
+
+
+def test_a_genuine_story_is_not_off_topic_for_sharing_little_wording_with_the_rubric(scorer) -> None:
+    """Story rounds drop the unmet-rubric rule; the absolute relevance rule still applies to them."""
+    unmet = (stages.OFF_TOPIC_BELOW + stages.UNMET_OFF_TOPIC_BELOW) / 2
+    assert stages.off_topic_reason(unmet, None, met=False, covered=False, story=True) is None
+    low = stages.OFF_TOPIC_BELOW / 2
+    assert stages.off_topic_reason(low, None, met=False, covered=False, story=True) is not None
+    from tests.support.traps import load_traps, question_split
+
+    qid = "behavioral.failure-and-learning"  # a dev question of the trap set
+    assert question_split(qid) == "dev"
+    q = load_bank(REPO).get(qid)
+    assert (
+        RubricSpec.from_question(q).story
+        and not RubricSpec.from_question(load_bank(REPO).get(DECODE_ID)).story
+    )
+    story = load_traps()[qid].texts()["strong"]
+    got = scorer.score(q, [story])
+    assert not any(n.startswith("off-topic") for n in got.notes), got.notes
+    assert got.overall > 2.0
+    assert scorer.off_topic(q, story) is None  # and the interviewer does not redirect it

@@ -233,7 +233,9 @@ class RubricScorer:
         gap = self._neighbours.gap(self.encoder, spec, main)
         covered = any(m.covered for m in cov.matches)
         met = covered or any(ch.passed for ch in chk.results)
-        return stages.off_topic_reason(stages.similarity(cov), gap, met=met, covered=covered)
+        return stages.off_topic_reason(
+            stages.similarity(cov), gap, met=met, covered=covered, story=spec.story
+        )
 
     _off_topic_reason = staticmethod(stages.off_topic_reason)
 
@@ -275,6 +277,7 @@ class RubricScorer:
             met=covered or any(ch.passed for ch in results),
             reference_only=spec.reference_only,
             terse=stages.terse(seen.main),
+            story=spec.story,
         )
         kps = stages.with_findings(
             stages.key_points(spec, cov.result, con, llm.quotes, rel.off_topic), cov.result, fnd

@@ -22,11 +22,14 @@ from interviewer.content.models import (
     NumericCheck,
     Probe,
     Question,
+    Round,
 )
 from interviewer.errors import InputError
 from interviewer.scoring.coverage import split_sentences
 
 ADHOC_ID = "adhoc"  # the question id of a rubric that is not in the bank
+# Rounds whose answers are the candidate's own stories: no relative relevance, and no unmet-rubric rule.
+STORY_ROUNDS = frozenset({Round.BEHAVIORAL, Round.RECRUITER, Round.DEEP_DIVE})
 GENERIC_CRITERION = Criterion(
     name="correctness and coverage",
     levels={
@@ -65,6 +68,9 @@ class RubricSpec:
     # Graded against a reference answer alone: its sentences are the key points, and there is no authored
     # rubric, no bank of neighbouring questions and no reading probe (``interviewer grade``'s usual input).
     reference_only: bool = False
+    # A story question ("tell me about a time..."): a genuine answer tells the candidate's own story in its own
+    # words, so sharing little wording with the rubric does not make it an answer about something else.
+    story: bool = False
 
     @classmethod
     def from_question(cls, question: Question, reference: str | None = None) -> RubricSpec:
@@ -82,6 +88,7 @@ class RubricSpec:
             why_steps=[StepSpec(s.fallback + " " + s.target, list(s.key_points)) for s in question.why_chain],
             push=StepSpec(push.ask, list(push.key_points), push.kind) if push else None,
             probes=list(question.probes),
+            story=question.round in STORY_ROUNDS,
         )
 
     @classmethod
@@ -106,6 +113,7 @@ class RubricSpec:
                 facts=list(q.fact_checks),
                 contradictions=list(q.contradictions),
                 reference=reference,
+                story=q.round in STORY_ROUNDS,
             )
         spec = _parse_rubric(_load_rubric(rubric), reference)
         key_points = spec.key_points or split_sentences(spec.reference or "")
