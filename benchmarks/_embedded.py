@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from interviewer.config import Settings
-from interviewer.llm.client import ChatPort, build_chat_model
+from interviewer.llm.client import ChatPort, reading_port
 from interviewer.llm.embedded import EmbeddedServer
 
 
@@ -27,25 +27,18 @@ def chat_port(
     slots: int | None = None,
     temperature: float | None = 0.0,
 ) -> ChatPort:
-    """A port on ``server`` at ``base_url`` as the reader uses it: a connection per request, token usage in the
-    stream, the prompt cache warmed, requests pinned to the server's slots (``slots``: another count).
+    """A port on ``server`` at ``base_url`` as the reader uses it (:func:`reading_port`), named after the
+    model, pinned to the server's slots (``slots``: another count).
 
     ``temperature`` None is the settings' own (what a live reply uses).
     """
-    chat = build_chat_model(
+    return reading_port(
         settings,
         base_url=base_url,
         model=server.served_model_id,
-        temperature=temperature,
-        keepalive=False,
-        stream_usage=True,
-    )
-    return ChatPort(
-        model=chat,
-        name=server.model_name,
-        base_url=base_url,
-        warm_cache=True,
+        display_name=server.model_name,
         slots=server.slots if slots is None else slots,
+        temperature=temperature,
     )
 
 

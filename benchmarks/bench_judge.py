@@ -77,7 +77,7 @@ def truth(verdicts: Sequence[dict[str, Any]]) -> float:
 
 def run(rows: list[dict[str, Any]], nocache: int) -> dict[str, Any]:
     from interviewer.config import load_settings
-    from interviewer.llm.client import build_chat_model
+    from interviewer.llm.client import reading_port
     from interviewer.llm.embedded import EmbeddedServer
     from interviewer.scoring.judge import judge_truth
     from interviewer.scoring.scorer import RubricScorer
@@ -88,14 +88,9 @@ def run(rows: list[dict[str, Any]], nocache: int) -> dict[str, Any]:
     out: dict[str, Any] = {"rows": [], "nocache": [], "load": []}
     with EmbeddedServer(settings, n_parallel=1) as server:
         base_url = server.start(progress=print)
-        model = build_chat_model(
-            settings,
-            base_url=base_url,
-            model=server.served_model_id,
-            temperature=0.0,
-            stream_usage=True,
-            keepalive=False,
-        )
+        model = reading_port(
+            settings, base_url=base_url, model=server.served_model_id, slots=server.slots
+        ).model
         out["model"] = server.model_name
         judge_truth(model, "warm-up", "warm the system prompt", ["a key point"])  # the shared system prompt
         for i, r in enumerate(rows):

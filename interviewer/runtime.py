@@ -17,7 +17,7 @@ from interviewer.content import Bank, load_bank
 from interviewer.errors import InterviewerError, ModelError
 from interviewer.listen import Listener
 from interviewer.llm.background import BackgroundPort
-from interviewer.llm.client import ChatPort, build_port, list_models
+from interviewer.llm.client import ChatPort, build_port, list_models, reading_port
 from interviewer.session import PassageLike, Ports, Retriever
 from interviewer.store import SessionStore
 
@@ -324,15 +324,13 @@ class Runtime:
         # The server is paused while candidates' replies stream, with the request in flight: its clock must
         # allow for that wait, which one reply's timeout does not bound.
         settings = self.settings.model_copy(update={"timeout": max(self.settings.timeout, 900.0)})
-        port = build_port(
+        return reading_port(
             settings,
             base_url=base_url,
             model=server.served_model_id,
             display_name=f"{server.model_name}, background",
-            keepalive=False,
+            slots=server.slots,
         )
-        port.slots = server.slots
-        return port
 
     def wait_for_judge(
         self,

@@ -166,6 +166,41 @@ def test_beside_the_embedded_model_background_work_gets_an_idle_priority_server_
     rt.close()
 
 
+class _Unstarted(_Frozen):
+    """Stands in for the idle-priority server the runtime builds: its slots are the ``n_parallel`` asked for."""
+
+    model_name = "Stand-in 1B"
+    served_model_id = "standin-1b"
+
+    def __init__(self, settings: Settings, *, n_parallel: int = 4, **kwargs: object) -> None:
+        super().__init__()
+        self.slots = n_parallel
+
+
+def test_the_background_servers_port_streams_token_usage_and_pins_reads_to_its_slots(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from langchain_openai import ChatOpenAI
+
+    import interviewer.llm.embedded as embedded
+
+    monkeypatch.setattr(embedded, "EmbeddedServer", _Unstarted)
+    live = _live_port()
+    rt = _runtime(tmp_path, live, embedded=True, timeout=60.0)
+    bg = rt.background(live)
+    assert isinstance(bg.server, _Unstarted)
+    own = bg.port  # the port the runtime connects once its background server has started
+    assert own is not live and own.base_url == "http://127.0.0.1:9/v1"
+    chat = own.model
+    assert isinstance(chat, ChatOpenAI)
+    # usage in the stream: a reading's cost counts its prompt and cached tokens
+    assert chat.stream_usage is True
+    assert own.slots == bg.server.slots == 1 and own.slot(BACKGROUND_KEY) == 0 and own.warm_cache
+    assert own.name == "Stand-in 1B, background" and chat.model_name == "standin-1b"
+    assert chat.request_timeout.read >= 900  # type: ignore[union-attr]  # it waits out paused stretches
+    rt.close()
+
+
 def test_with_the_background_server_switched_off_background_work_shares_the_embedded_server(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -313,6 +348,7 @@ def test_the_reader_reads_on_the_idle_priority_server_and_the_live_server_gets_n
         )
         assert bg.separate and bg.server is not None and bg.server.is_running
         assert readings.cost.calls == 2, readings.cost  # the option probe, asked in two orders of its claims
+        assert readings.cost.prompt_tokens > 0, readings.cost  # the server reports usage: the cost counts it
         assert bg.base_url != live.base_url and bg.slot(BACKGROUND_KEY) == 0
         assert live.model.i == 0  # type: ignore[attr-defined]  # the live model answered nothing
         pid = bg.server.pid

@@ -711,20 +711,17 @@ def test_trust_is_stored_and_read_per_model_id(tmp_path: Path) -> None:
 
 
 def _reader_port(settings: Any, server: Any) -> ChatPort:
-    """A port on the started ``server`` as the reader uses it: temperature 0, token usage streamed, the prompt
-    cache warmed, requests pinned to the server's slots."""
-    from interviewer.llm.client import build_chat_model
+    """A port on the started ``server`` as the reader uses it."""
+    from interviewer.llm.client import reading_port
 
     url = server.start()
-    chat = build_chat_model(
+    return reading_port(
         settings,
         base_url=url,
         model=server.served_model_id,
-        temperature=0.0,
-        keepalive=False,
-        stream_usage=True,
+        display_name=server.model_name,
+        slots=server.slots,
     )
-    return ChatPort(model=chat, name=server.model_name, base_url=url, warm_cache=True, slots=server.slots)
 
 
 @pytest.mark.embedded

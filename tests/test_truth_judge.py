@@ -353,20 +353,13 @@ def test_grade_with_the_judge_merges_verdicts_through_a_real_server(tmp_path):
 def test_the_real_embedded_server_reads_the_shared_prefix_from_its_cache(tmp_path):
     """SmolLM2 in-process: three constrained replies with logprobs; the server reports the prefix as cached."""
     from interviewer.config import load_settings
-    from interviewer.llm.client import build_chat_model
+    from interviewer.llm.client import reading_port
     from interviewer.llm.embedded import EmbeddedServer
 
     settings = load_settings(embedded_model="smollm2-135m", data_dir=tmp_path, timeout=120)
     with EmbeddedServer(settings, n_parallel=1) as server:
         url = server.start()
-        model = build_chat_model(
-            settings,
-            base_url=url,
-            model=server.served_model_id,
-            temperature=0.0,
-            stream_usage=True,
-            keepalive=False,
-        )
+        model = reading_port(settings, base_url=url, model=server.served_model_id, slots=server.slots).model
         cached = judge_truth(model, QUESTION, ANSWER, POINTS)
         control = judge_truth(
             model, QUESTION, ANSWER + " Really.", POINTS, extra_body={"cache_prompt": False}

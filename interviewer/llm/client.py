@@ -517,6 +517,47 @@ def build_port(
     )
 
 
+def reading_port(
+    settings: Settings,
+    *,
+    base_url: str,
+    model: str,
+    slots: int,
+    display_name: str | None = None,
+    temperature: float | None = 0.0,
+) -> ChatPort:
+    """A port on a started llama.cpp-style server (the embedded one) as background reading uses it.
+
+    A connection per request (see :func:`build_chat_model`), token usage in the stream (a reading's cost counts
+    its prompt and cached tokens), the prompt cache warmed on a local server, and requests pinned to the
+    server's ``slots``.
+
+    Args:
+        settings: the client settings; their ``timeout`` bounds each request.
+        base_url: the started server's OpenAI-compatible URL.
+        model: the id the server serves the model under.
+        slots: the server's slot count (0: the server picks a slot).
+        display_name: the port's name (default: ``model @ base_url``).
+        temperature: the port's default sampling temperature (every reading request asks for 0 itself);
+            None: the settings' own, what a live reply uses.
+    """
+    chat = build_chat_model(
+        settings,
+        base_url=base_url,
+        model=model,
+        temperature=temperature,
+        keepalive=False,
+        stream_usage=True,
+    )
+    return ChatPort(
+        model=chat,
+        name=display_name or f"{model} @ {base_url}",
+        base_url=base_url,
+        warm_cache=is_local(base_url),
+        slots=slots,
+    )
+
+
 @dataclass(frozen=True)
 class ConnectionReport:
     ok: bool
