@@ -434,7 +434,7 @@ class Findings:
         names the part, so the point names stay apart).
 
         Every finding given counts: the probe kinds the reading model is not trusted on are never read
-        (:func:`interviewer.engine.probing.read_with_probes`), so they are not among them.
+        (:meth:`interviewer.engine.probing.ProbeAhead.offer`), so they are not among them.
         """
         points: dict[str, PointRead] = {}
         for readings in parts.values():

@@ -6,10 +6,12 @@ from __future__ import annotations
 import json
 import re
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from interviewer.content import Bank, Question
+from interviewer.content.models import Probe
 from interviewer.engine.probing import ActsOn, ProbeAhead
 from interviewer.listen import CHALLENGE_ASK, MAX_QUOTE_WORDS, Done, Findings, Listener, choose, heed
 from interviewer.llm.client import ChatPort
@@ -265,7 +267,7 @@ def test_a_reading_of_nearly_all_the_answer_is_used_and_a_stale_one_is_not(tmp_p
     reads: list[str] = []
 
     def read(
-        port: Any, q: Question, level: int, text: str, cancel: threading.Event, acts_on: ActsOn | None
+        port: Any, q: Question, level: int, text: str, cancel: threading.Event, probes: Sequence[Probe]
     ) -> dict[str, Any]:
         reads.append(text)
         return readings({"main.0": ("contradicted", WRONG_SENTENCE, "lowers it")})
@@ -287,7 +289,7 @@ def test_send_never_waits_for_a_reading_still_running(tmp_path):
     release = threading.Event()
 
     def slow(
-        port: Any, q: Question, level: int, text: str, cancel: threading.Event, acts_on: ActsOn | None
+        port: Any, q: Question, level: int, text: str, cancel: threading.Event, probes: Sequence[Probe]
     ) -> dict[str, Any]:
         release.wait(10)
         return readings({"main.0": ("contradicted", WRONG_SENTENCE, "lowers it")})
@@ -305,7 +307,7 @@ def test_send_never_waits_for_a_reading_still_running(tmp_path):
 
 def test_a_failing_reader_leaves_the_interview_as_before(tmp_path):
     def broken(
-        port: Any, q: Question, level: int, text: str, cancel: threading.Event, acts_on: ActsOn | None
+        port: Any, q: Question, level: int, text: str, cancel: threading.Event, probes: Sequence[Probe]
     ) -> dict[str, Any]:
         raise RuntimeError("server down")
 

@@ -24,7 +24,7 @@ from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResu
 from pydantic import PrivateAttr
 
 from interviewer.content.models import Probe, Question
-from interviewer.engine.probing import ProbeAhead, read_with_probes
+from interviewer.engine.probing import ProbeAhead, probes_to_read, read_with_probes
 from interviewer.llm.client import BACKGROUND_KEY, ChatPort
 from interviewer.scoring.guard import fence
 from interviewer.scoring.reader import (
@@ -431,17 +431,45 @@ def test_reading_ahead_asks_the_model_only_the_probe_kinds_its_trust_acts_on() -
     none = ReaderTrust(MIN_READER_TRUST - 0.1).acts_on
     untrusted = ProbeAhead(port, acts_on=none)
     assert not untrusted.offer(question, 0, TYPED) and untrusted.ready(question, 0, TYPED) is None
-    assert read_with_probes(port, question, 0, TYPED, threading.Event(), none) == {}
+    assert (
+        read_with_probes(port, question, 0, TYPED, threading.Event(), probes_to_read(question, 0, none)) == {}
+    )
     assert len(model._requests) == sent
+
+
+def test_reading_ahead_reads_the_probes_chosen_when_the_text_was_offered_asking_the_trust_once() -> None:
+    question = Question.model_construct(id="q", question=QUESTION, probes=[PHASE, PER_TOKEN, MEMORY])
+    trust = _numbers_only()
+    consulted: list[str] = []
+
+    def acts_on(kind: str) -> bool:
+        consulted.append(kind)
+        return trust.acts_on(kind)
+
+    given: list[list[Probe]] = []
+
+    def read(port: Any, q: Question, level: int, text: str, cancel: threading.Event, probes: Any) -> Any:
+        given.append(list(probes))
+        return {}
+
+    probing = ProbeAhead(object(), read=read, acts_on=acts_on)
+    assert probing.offer(question, 0, TYPED) and probing.wait_idle(10)
+    assert given == [[PER_TOKEN]] and sorted(consulted) == ["named", "number", "option"]
+    # Through the model: the trust is asked once per probe for a reading, and only the number is read.
+    consulted.clear()
+    model = Reader(answer=_typed_reply)
+    real = ProbeAhead(ChatPort(model=model, name="fake", slots=2, warm_cache=False), acts_on=acts_on)
+    assert real.offer(question, 0, TYPED) and real.wait_idle(10)
+    assert _asked_kinds(model) == ["NUMBER"] and sorted(consulted) == ["named", "number", "option"]
 
 
 def test_reading_only_the_trusted_kinds_keeps_one_prompt_prefix_for_a_growing_answer() -> None:
     model = Reader(answer=_typed_reply)
     port = ChatPort(model=model, name="fake", slots=2, warm_cache=False)
     question = Question.model_construct(id="q", question=QUESTION, probes=[PHASE, PER_TOKEN, MEMORY])
-    acts_on = _numbers_only().acts_on
-    read_with_probes(port, question, 0, GROWING[0], threading.Event(), acts_on)
-    read_with_probes(port, question, 0, "".join(GROWING), threading.Event(), acts_on)
+    numbers = probes_to_read(question, 0, _numbers_only().acts_on)
+    read_with_probes(port, question, 0, GROWING[0], threading.Event(), numbers)
+    read_with_probes(port, question, 0, "".join(GROWING), threading.Event(), numbers)
     assert _asked_kinds(model) == ["NUMBER", "NUMBER"]
     first, later = model._requests[0]["prompt"], model._requests[-1]["prompt"]
     shared = _shared_prefix(first, later)

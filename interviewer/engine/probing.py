@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from interviewer.content import Question
@@ -32,8 +32,8 @@ _KEPT = 8  # readings kept per interview (the latest few sentences' worth)
 
 # which probe kinds the listener heeds (ReaderTrust.acts_on); None: every kind
 ActsOn = Callable[[str], bool]
-# (model port, question, level, text, cancel, acts_on) -> Readings.to_json() per part
-ReadFn = Callable[[Any, Question, int, str, threading.Event, ActsOn | None], dict[str, Any]]
+# (model port, question, level, text, cancel, the probes to ask) -> Readings.to_json() per part
+ReadFn = Callable[[Any, Question, int, str, threading.Event, Sequence[Probe]], dict[str, Any]]
 
 
 def parts(level: int) -> tuple[str, str | None]:
@@ -53,17 +53,24 @@ def probes_to_read(q: Question, level: int, acts_on: ActsOn | None = None) -> li
 
 
 def read_with_probes(
-    port: Any, q: Question, level: int, text: str, cancel: threading.Event, acts_on: ActsOn | None = None
+    port: Any,
+    q: Question,
+    level: int,
+    text: str,
+    cancel: threading.Event,
+    probes: Sequence[Probe] | None = None,
 ) -> dict[str, Any]:
-    """Read ``text`` with its own part's probes and the next why level's, in one request over one prompt.
+    """Read ``text`` with ``probes`` (default: its own part's and the next why level's, every kind), in one
+    request over one prompt.
 
-    Only the probes of the kinds ``acts_on`` lets act are asked (None: every kind); with none, nothing is
-    asked and the reading is empty. The key points' findings are those of the probes asked.
+    With no probe, nothing is asked and the reading is empty. The key points' findings are those of the
+    probes asked.
     """
     from interviewer.scoring.reader import answer_key, read_answer
 
     own, _ = parts(level)
-    probes = probes_to_read(q, level, acts_on)
+    if probes is None:
+        probes = probes_to_read(q, level)
     if not probes:
         return {}
     # One fence for every reading of this answer, whichever probes follow it: the server reads only the words
@@ -90,7 +97,7 @@ class ProbeAhead:
         # which probe kinds are read (the reading model's measured trust): the listener heeds no other kind
         self._acts_on = acts_on
         self._lock = threading.Lock()
-        self._next: tuple[Question, int, str] | None = None
+        self._next: tuple[Question, int, str, list[Probe]] | None = None
         self._busy: tuple[str, int, str] | None = None
         self._worker: threading.Thread | None = None
         self._running = False  # set and cleared under the lock, so an offer never lands on a worker leaving
@@ -103,13 +110,14 @@ class ProbeAhead:
         False when there is nothing to do (no model, no probe of a trusted kind, read already or being read)."""
         if self.port is None or level > 2 or not text.strip():
             return False
-        if not probes_to_read(q, level, self._acts_on):
+        probes = probes_to_read(q, level, self._acts_on)
+        if not probes:
             return False
         key = (q.id, level, text)
         with self._lock:
             if key in self._done or key == self._busy:
                 return False
-            self._next = (q, level, text)
+            self._next = (q, level, text, probes)
             if not self._running:
                 self._running = True
                 self._worker = threading.Thread(target=self._run, name="probe-reading", daemon=True)
@@ -131,10 +139,10 @@ class ProbeAhead:
                     self._busy = None
                     self._running = False
                     return
-                q, level, text = job
+                q, level, text, probes = job
                 self._busy = (q.id, level, text)
             try:
-                got = self._read(self.port, q, level, text, self._cancel, self._acts_on)
+                got = self._read(self.port, q, level, text, self._cancel, probes)
             except Exception as e:  # background work: a failed reading is no reading
                 self.failures += 1
                 log.debug("probe reading failed: %s", e)
