@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
 from interviewer.checker import channel, check, get_task
 from interviewer.checker.cpp_tasks import transpose as T
-from interviewer.checker.cpp_tasks._build import BoxRun, Check, to_verdict
+from interviewer.checker.cpp_tasks._build import BoxRun, Check, build_and_run, to_verdict
 from interviewer.checker.sandbox import Limits, RunResult, Sandbox
 
 TASK = "cpp-tiled-transpose"
@@ -189,6 +191,67 @@ def test_a_wrong_result_on_the_retry_shape_fails_the_speed_test() -> None:
 
     check = T._speed_check(_timed_run(DRAWN, _t(8.0, 7.0, 7.0)), run, DRAWN)
     assert not check.passed and "2048x2048 result of timed call(s) [1] is wrong" in check.message
+
+
+def _function(source: str, name: str) -> str:
+    """The definition of the top-level function ``name`` in ``source``: its signature line to its closing brace."""
+    found = re.search(rf"^[^\n]*\bvoid {name}\(.*?^\}}$", source, re.S | re.M)
+    assert found is not None, f"no function {name} in the source"
+    return found.group(0)
+
+
+def _body(definition: str) -> str:
+    """A function's body with whitespace runs made one space: the loop nest, whatever the indentation."""
+    return " ".join(definition.split("{", 1)[1].split())
+
+
+def _harness_and_reference() -> tuple[str, str]:
+    task = get_task(TASK)
+    return (task.path / "harness.cpp").read_text(encoding="utf-8"), task.reference_code()
+
+
+def test_the_harness_times_the_reference_solutions_tiled_loop_nest() -> None:
+    harness, reference = _harness_and_reference()
+    tiled = _body(_function(harness, "tiled_ref"))
+    assert "constexpr std::size_t kTile = 32;" in tiled
+    assert tiled == _body(_function(reference, "transpose"))
+
+
+@pytest.mark.sandbox
+def test_the_harness_tiled_loop_and_the_reference_write_the_same_transpose_on_ragged_shapes(
+    sandbox: Sandbox,
+) -> None:
+    harness, reference = _harness_and_reference()
+    # Shapes with partial tiles at both edges, tall and wide, and sides below one tile.
+    shapes = [(45, 70), (70, 45), (97, 33), (1, 65), (65, 1), (31, 64)]
+    driver = (
+        reference
+        + "\n#include <cstdio>\n#include <cstring>\n#include <vector>\n"
+        + _function(harness, "tiled_ref").replace("__attribute__((noinline)) ", "")
+        + """
+int main() {
+    const std::size_t shapes[][2] = {"""
+        + ", ".join(f"{{{r}, {c}}}" for r, c in shapes)
+        + """};
+    for (const auto& s : shapes) {
+        const std::size_t rows = s[0], cols = s[1], n = rows * cols;
+        std::vector<float> src(n), ref(n, -1.0f), tiled(n, -1.0f);
+        for (std::size_t k = 0; k < n; ++k) src[k] = static_cast<float>(k);
+        transpose(src.data(), ref.data(), rows, cols);
+        tiled_ref(src.data(), tiled.data(), rows, cols);
+        bool right = true;
+        for (std::size_t i = 0; i < rows; ++i)
+            for (std::size_t j = 0; j < cols; ++j) right = right && ref[j * rows + i] == src[i * cols + j];
+        const bool same = std::memcmp(ref.data(), tiled.data(), n * sizeof(float)) == 0;
+        std::printf("%zux%zu %s %s\\n", rows, cols, right ? "right" : "wrong", same ? "same" : "differs");
+    }
+}
+"""
+    )
+    run = build_and_run(sandbox, {"driver.cpp": driver}, ["-O2", "driver.cpp"], ["./prog"])
+    assert run.built, run.build_log
+    assert not run.crashed, run.result.stderr
+    assert run.result.stdout.split("\n")[:-1] == [f"{r}x{c} right same" for r, c in shapes]
 
 
 @pytest.mark.sandbox
