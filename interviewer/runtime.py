@@ -317,6 +317,8 @@ class Runtime:
                 server = EmbeddedServer(self.settings, n_parallel=1, idle=True, cache_ram_mib=256)
                 self._background = BackgroundPort(port, server, self._connect_background)
             else:
+                # The reader gets no piece_words here: beside a live reply on the same server, prompts read ahead in
+                # pieces made the reply wait longer than one plain request, which the server's batching interleaves.
                 self._background = BackgroundPort(port)
             return self._background
 
