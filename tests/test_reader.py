@@ -27,15 +27,18 @@ from interviewer.content.models import Probe, Question
 from interviewer.engine.probing import ProbeAhead, probes_to_read, read_with_probes
 from interviewer.llm.client import BACKGROUND_KEY, ChatPort
 from interviewer.scoring.guard import fence
+from interviewer.scoring.probe_reader import findings_of
 from interviewer.scoring.reader import (
     NOT_STATED,
     PIECE_WORDS,
     ProbeFinding,
     ReadingCancelled,
     Readings,
+    judge_option,
     letter_probs,
     read_answer,
     read_question,
+    reordered,
     rotated,
     spoken_to_digits,
 )
@@ -1179,3 +1182,35 @@ def test_a_wrong_name_beside_a_right_one_in_its_sentence_contradicts_nothing() -
     assert read_each(Reader(answer=lambda q, o: "shared memory"), QUESTION, only, [limit]).probes[
         0
     ].finding == ("contradicted")
+
+
+def test_a_wrong_claim_that_is_the_true_one_reordered_decides_nothing() -> None:
+    flag = Probe(
+        point="main.1",
+        kind="option",
+        ask="Which orders does the candidate put on the flag?",
+        options=[
+            "release on the store, acquire on the load",
+            "relaxed on both",
+            "acquire on the store, release on the load",
+        ],
+        true="release on the store, acquire on the load",
+        wrong=["relaxed on both", "acquire on the store, release on the load"],
+    )
+    assert reordered(flag.options[2], flag.true or "")
+    assert reordered("1 / ((1 - p) + p / N)", "1 / (p + (1 - p) / N)")
+    assert not reordered("(lo + hi) / 2", "lo + (hi - lo) / 2")
+    assert not reordered("x_hat = q * scale + zero_point", "x_hat = (q - zero_point) * scale")
+    assert not reordered(flag.true or "", flag.true or "")
+    text = "The producer stores the flag with release and the consumer loads it with acquire."
+    swap = flag.options[2]
+    # every order picks the swap: word order, which the reader cannot be trusted on, so nothing is decided
+    finding, read, quote, why = judge_option(flag, [swap, swap], text)
+    assert (finding, read, quote) == (NOT_STATED, swap, None) and "reordered" in why
+    # a wrong claim in other words still contradicts, and the true claim is still stated
+    assert judge_option(flag, ["relaxed on both"] * 2, text)[0] == "contradicted"
+    assert judge_option(flag, [flag.true] * 2, text)[0] == "stated"
+    # the stored reading is left undecided (the reader read something), so it halves no credit either
+    readings = read_answer(Reader(answer=lambda q, opts: swap), QUESTION, text, [flag], mode="each")
+    (found,) = findings_of({"main": readings})
+    assert found.verdict == "absent" and found.undecided

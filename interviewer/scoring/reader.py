@@ -557,6 +557,16 @@ def _support(answer: str, claim: str, ask: str) -> str | None:
     return best[2] if best else None
 
 
+_TOKEN = re.compile(r"\w+|[^\w\s]")
+
+
+def reordered(a: str, b: str) -> bool:
+    """Whether two claims are the same words and symbols in another order ("release on the store, acquire on
+    the load" and "acquire on the store, release on the load"; ``p / N`` and ``N / p``)."""
+    ta, tb = _TOKEN.findall(a.lower()), _TOKEN.findall(b.lower())
+    return ta != tb and sorted(ta) == sorted(tb)
+
+
 def _most_probable(claims: Sequence[str], dist: Mapping[str, float]) -> str:
     return max(claims, key=lambda c: dist.get(c, 0.0))
 
@@ -570,7 +580,8 @@ def judge_option(
 ) -> tuple[Finding, str | None, str | None, str]:
     """The finding for an option probe's askings: only an agreeing pair of claims counts (``agree``), or the
     claim most probable on average over the orders (``mean``, when every asking has probabilities); a wrong
-    claim needs every order's own most probable claim to agree in either case."""
+    claim needs every order's own most probable claim to agree in either case, and a wrong claim that is the
+    true one :func:`reordered` decides nothing."""
     if combine == "mean" and probs and all(d is not None for d in probs):
         claims = [*probe.options, NOT_STATED]
         mean = {c: sum((d or {}).get(c, 0.0) for d in probs) / len(probs) for c in claims}
@@ -591,6 +602,11 @@ def judge_option(
         return NOT_STATED, None, None, "not stated"
     if pick == probe.true:
         return "stated", pick, _support(answer, pick, probe.ask), f"the true claim ({why_pick})"
+    if pick in probe.wrong and probe.true is not None and reordered(pick, probe.true):
+        # Telling the two apart is word order, which a small reader gets wrong on right answers (it reads
+        # "store with release, load with acquire" as the swap): the pick decides nothing, and a candidate who
+        # asserts the swap is left to the rubric's authored contradictions.
+        return NOT_STATED, pick, None, f"the true claim reordered ({why_pick}): order is not read"
     if pick in probe.wrong:
         return "contradicted", pick, _support(answer, pick, probe.ask), f"a classic wrong claim ({why_pick})"
     return NOT_STATED, pick, None, "a claim the rubric does not judge"
