@@ -34,6 +34,7 @@ from interviewer.scoring.reader import (
     ProbeFinding,
     ReadingCancelled,
     Readings,
+    binds,
     judge_option,
     letter_probs,
     read_answer,
@@ -1184,7 +1185,7 @@ def test_a_wrong_name_beside_a_right_one_in_its_sentence_contradicts_nothing() -
     ].finding == ("contradicted")
 
 
-def test_a_wrong_claim_that_is_the_true_one_reordered_decides_nothing() -> None:
+def test_a_wrong_claim_that_is_the_true_one_reordered_counts_only_where_the_text_binds_it() -> None:
     flag = Probe(
         point="main.1",
         kind="option",
@@ -1204,9 +1205,13 @@ def test_a_wrong_claim_that_is_the_true_one_reordered_decides_nothing() -> None:
     assert not reordered(flag.true or "", flag.true or "")
     text = "The producer stores the flag with release and the consumer loads it with acquire."
     swap = flag.options[2]
-    # every order picks the swap: word order, which the reader cannot be trusted on, so nothing is decided
+    # every order picks the swap of a text that binds the true claim: the reader's word order is not trusted
     finding, read, quote, why = judge_option(flag, [swap, swap], text)
     assert (finding, read, quote) == (NOT_STATED, swap, None) and "reordered" in why
+    # the swap said in the candidate's own clauses contradicts, quoting the sentence
+    swapped = "The producer stores the flag with acquire, and the consumer loads it with release."
+    assert judge_option(flag, [swap, swap], swapped)[:3] == ("contradicted", swap, swapped)
+    assert not binds(text, swap) and binds(text, flag.true or "") and binds(swapped, swap)
     # a wrong claim in other words still contradicts, and the true claim is still stated
     assert judge_option(flag, ["relaxed on both"] * 2, text)[0] == "contradicted"
     assert judge_option(flag, [flag.true] * 2, text)[0] == "stated"

@@ -558,6 +558,7 @@ def _support(answer: str, claim: str, ask: str) -> str | None:
 
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
+_PARTS = re.compile(r"\s*[,;:]\s*|\s+(?:and|while|whereas|but)\s+", re.I)
 
 
 def reordered(a: str, b: str) -> bool:
@@ -565,6 +566,26 @@ def reordered(a: str, b: str) -> bool:
     the load" and "acquire on the store, release on the load"; ``p / N`` and ``N / p``)."""
     ta, tb = _TOKEN.findall(a.lower()), _TOKEN.findall(b.lower())
     return ta != tb and sorted(ta) == sorted(tb)
+
+
+def _stems(text: str) -> list[str]:
+    return [w[:4] for w in re.findall(r"[a-z0-9]+", text.lower()) if w not in _STOP]
+
+
+def binds(sentence: str, claim: str) -> bool:
+    """Whether ``sentence`` says ``claim`` part by part: each comma-separated part of the claim ("prefill
+    compute-bound", "decode bandwidth-bound") has all its words in one clause of the sentence."""
+    parts = [set(_stems(x)) for x in _PARTS.split(claim) if _stems(x)]
+    if len(parts) < 2:
+        return False  # one part (a formula, a phrase): its order cannot be read off the words
+    spans = [set(_stems(x)) for x in _PARTS.split(sentence)]
+    return all(any(part <= span for span in spans) for part in parts)
+
+
+def _bound_wrong(answer: str, wrong: str, true: str) -> str | None:
+    """The candidate's sentence that binds the parts of ``wrong`` (a reordering of ``true``) and not those of
+    ``true``: the swap asserted in their own clauses, not a reader's confusion of word order."""
+    return next((s for s in sentences(answer) if binds(s, wrong) and not binds(s, true)), None)
 
 
 def _most_probable(claims: Sequence[str], dist: Mapping[str, float]) -> str:
@@ -581,7 +602,7 @@ def judge_option(
     """The finding for an option probe's askings: only an agreeing pair of claims counts (``agree``), or the
     claim most probable on average over the orders (``mean``, when every asking has probabilities); a wrong
     claim needs every order's own most probable claim to agree in either case, and a wrong claim that is the
-    true one :func:`reordered` decides nothing."""
+    true one :func:`reordered` counts only where a sentence :func:`binds` it and not the true one."""
     if combine == "mean" and probs and all(d is not None for d in probs):
         claims = [*probe.options, NOT_STATED]
         mean = {c: sum((d or {}).get(c, 0.0) for d in probs) / len(probs) for c in claims}
@@ -604,9 +625,12 @@ def judge_option(
         return "stated", pick, _support(answer, pick, probe.ask), f"the true claim ({why_pick})"
     if pick in probe.wrong and probe.true is not None and reordered(pick, probe.true):
         # Telling the two apart is word order, which a small reader gets wrong on right answers (it reads
-        # "store with release, load with acquire" as the swap): the pick decides nothing, and a candidate who
-        # asserts the swap is left to the rubric's authored contradictions.
-        return NOT_STATED, pick, None, f"the true claim reordered ({why_pick}): order is not read"
+        # "store with release, load with acquire" as the swap): the swap counts only where the candidate's
+        # own clauses bind its parts that way.
+        said = _bound_wrong(answer, pick, probe.true)
+        if said is None:
+            return NOT_STATED, pick, None, f"the true claim reordered ({why_pick}), not bound so in the text"
+        return "contradicted", pick, said, f"the true claim reordered, bound so in the text ({why_pick})"
     if pick in probe.wrong:
         return "contradicted", pick, _support(answer, pick, probe.ask), f"a classic wrong claim ({why_pick})"
     return NOT_STATED, pick, None, "a claim the rubric does not judge"

@@ -13,7 +13,10 @@ How the methods combine (every score's ``notes`` spell out the numbers):
 - truth caps (:mod:`interviewer.scoring.claims`): an answer that asserts one of the rubric's classic wrong
   claims has the criterion it touches capped at level 1 (every criterion when the claim names none) and the
   question at 1.5, and its asserting sentence is never quoted as evidence; an answer that is not about the
-  question (low similarity to both the question and the rubric) is capped at 0.5, an empty one scores 0;
+  question (low similarity to both the question and the rubric) is capped at 0.5, an empty one scores 0; an
+  answer that is about the question only through a wrong claim (off-topic by the relevance rules otherwise,
+  nothing stated right) keeps that 0.5 cap, reported as the wrong claim: being wrong never scores above being
+  about something else;
 - reading probes (with a reader: :class:`~interviewer.scoring.probe_reader.ProbeReader` on a model, or any
   :data:`~interviewer.scoring.stages.Reader`): a model answers each key point's probes from the candidate's
   text and the rubric judges the readings (:mod:`interviewer.scoring.reader`). Per key point, a probe that
@@ -279,6 +282,18 @@ class RubricScorer:
             terse=stages.terse(seen.main),
             story=spec.story,
         )
+        wrong_only = None
+        if seen.answered and (con.claims_wrong or fnd.about_question) and not fnd.states_a_point:
+            wrong_only = stages.relevance(
+                cov.result,
+                gap,
+                exempt=False,
+                covered=covered,
+                met=covered or any(ch.passed for ch in results),
+                reference_only=spec.reference_only,
+                terse=stages.terse(seen.main),
+                story=spec.story,
+            )
         kps = stages.with_findings(
             stages.key_points(spec, cov.result, con, llm.quotes, rel.off_topic), cov.result, fnd
         )
@@ -298,6 +313,7 @@ class RubricScorer:
             passed=passed,
             # the probes found the answer about this question: no relevance cap either
             rel=replace(rel, value=max(rel.value, RELEVANT_FROM), gap=None) if fnd.about_question else rel,
+            wrong_only=wrong_only,
         )
         costs, overall = stages.hints(hints, overall)
         adjustments += costs

@@ -659,6 +659,11 @@ class Findings(Stage):
         """The probes found a key point stated or contradicted, borne out by the text: about this question."""
         return self.acting and any(self.points.get(k, "absent") != "absent" for k in self.verified)
 
+    @property
+    def states_a_point(self) -> bool:
+        """The probes found a key point stated, borne out by the text: something right about this question."""
+        return self.acting and any(self.points.get(k) == "stated" for k in self.verified)
+
 
 def _true_thing(p: Probe) -> str:
     """What the rubric holds true for a probe, in words."""
@@ -1101,12 +1106,24 @@ def caps(
     off_topic: bool,
     passed: bool | None,
     rel: Relevance,
+    wrong_only: Relevance | None = None,
 ) -> tuple[float, list[str]]:
-    """The question's caps: a classic wrong claim, no answer, off-topic, or partly about the question."""
+    """The question's caps: a classic wrong claim, no answer, off-topic, or partly about the question.
+
+    ``wrong_only``: the relevance rules applied as if the answer asserted no wrong claim. Being wrong never
+    scores above being about something else: an answer that is about the question only through what it gets
+    wrong (off-topic by those rules, nothing stated right) keeps the off-topic cap, reported as the wrong claim.
+    """
     notes: list[str] = []
     if wrong_claim:
         overall = min(overall, CONTRADICTED_ANSWER_MAX)
         notes.append(f"capped at {CONTRADICTED_ANSWER_MAX}: the answer asserts a classic wrong claim")
+        if wrong_only is not None and wrong_only.off_topic and passed is None and overall > OFF_TOPIC_MAX:
+            overall = OFF_TOPIC_MAX
+            notes.append(
+                f"capped at {OFF_TOPIC_MAX}: apart from the wrong claim the answer is not about this question "
+                f"({wrong_only.reason})"
+            )
     if not answered:
         overall = 0.0 if passed is None else min(overall, 2.0)
     elif off_topic and passed is None:
