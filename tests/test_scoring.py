@@ -326,3 +326,25 @@ def test_a_recently_used_text_stays_cached():
     for i in range(100):
         enc.sentences([keep, f"distinct answer sentence {i}"])
     assert keep in enc._sent.found([keep])
+
+
+def test_a_criterion_is_met_only_on_the_candidates_own_words_for_its_key_points(
+    minilm_scorer: RubricScorer, bank
+) -> None:
+    """A criterion's level rests on its own key points: one whose points the answer misses is not "met" on the
+    strength of the rest of the answer, and every criterion judges at least one key point."""
+    q = bank.get("design.disaggregated-prefill-decode")
+    part = (
+        "Split the phases: prefill GPUs build the KV cache and the first token, then ship the cache to decode "
+        "GPUs, and each pool picks its own batch size and parallelism."
+    )
+    for answer in (part, ANSWERS[DECODE_ID]["strong"]):
+        question = q if answer == part else bank.get(DECODE_ID)
+        got = minilm_scorer.score(question, [answer])
+        assert all(c.evidence or c.missing for c in got.criteria), got.criteria
+        assert all(c.evidence for c in got.criteria if c.status == "met"), got.criteria
+    partly = minilm_scorer.score(q, [part])
+    assert [c.status for c in partly.criteria].count("met") < len(partly.criteria)
+    assert (
+        minilm_scorer.score(bank.get(DECODE_ID), [ANSWERS[DECODE_ID]["strong"]]).criteria[0].status == "met"
+    )

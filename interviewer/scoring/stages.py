@@ -956,19 +956,27 @@ def evidence(cov: CoverageResult, quotes: QuoteResult | None) -> dict[str, str]:
 
 
 def assign_key_points(
-    enc: TextEncoder, criteria: list[Criterion], key_points: list[str]
+    enc: TextEncoder, criteria: list[Criterion], key_points: list[str], *, every_criterion: bool = False
 ) -> dict[str, list[str]]:
-    """Each key point goes to the criterion whose name and top anchor it is most similar to."""
+    """Each key point goes to the criterion whose name and top anchor it is most similar to.
+
+    ``every_criterion``: a criterion that no key point chose also judges the key point closest to it (which
+    stays with its own criterion too), so a criterion's level rests on points of the rubric and never on the
+    rest of the answer alone."""
     if not criteria or not key_points:
         return {}
     if len(criteria) == 1:
         return {criteria[0].name: list(key_points)}
     crit_vecs = enc.sentences([f"{c.name}: {c.levels[4]}" for c in criteria])
     kp_vecs = enc.sentences(key_points)
-    best = (kp_vecs @ crit_vecs.T).argmax(axis=1)
+    sims = kp_vecs @ crit_vecs.T
+    best = sims.argmax(axis=1)
     out: dict[str, list[str]] = {}
     for kp, i in zip(key_points, best, strict=True):
         out.setdefault(criteria[int(i)].name, []).append(kp)
+    if every_criterion:
+        for j, c in enumerate(criteria):
+            out.setdefault(c.name, [key_points[int(sims[:, j].argmax())]])
     return out
 
 
@@ -976,8 +984,13 @@ def criteria_scores(
     enc: TextEncoder, spec: RubricSpec, cov: CoverageResult, c: float, llm: LLMGrading, kp: KeyPoints
 ) -> list[CriterionScore]:
     """One score per criterion: the judge's (capped) level when it ran, else calibrated coverage."""
-    assignment = assign_key_points(enc, spec.criteria, [m.key_point for m in cov.matches])
+    assignment = assign_key_points(
+        enc, spec.criteria, [m.key_point for m in cov.matches], every_criterion=True
+    )
     fraction = kp.fractions or {m.key_point: m.fraction for m in cov.matches}
+    # A key point the answer misses adds nothing to its criterion, however close its words came: a criterion
+    # whose points are all missed is not "met" on the strength of the rest of the answer.
+    fraction = {k: f if k in kp.covered else 0.0 for k, f in fraction.items()}
     judged_by_name = {jc.criterion: jc for jc in llm.judged.criteria} if llm.judged else {}
     quotes = llm.quotes
     support = max(c, quotes.level if quotes else 0.0)
