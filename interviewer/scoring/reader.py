@@ -10,7 +10,9 @@ decides truth deterministically, the way QA-based factual-consistency checks wor
   are read (``logprobs``), so a 1.5B model's lean towards one letter is not taken for a reading: either the
   claim most probable on average over the orders wins (``combine="mean"``), or only an agreeing set counts
   (``agree``, also the rule for replies without probabilities). In a longer answer, the sentences that share
-  most words with the probe and all its claims are repeated (fenced) right before the claims;
+  most words with the probe and all its claims are repeated (fenced) right before the claims. A wrong claim
+  that is the true one with its parts swapped ("acquire on the store, release on the load") counts only where
+  a sentence of the candidate binds those parts in its own clauses: word order is where a small reader errs;
 - a number counts only if the candidate's text asserts it (digits or words, any equal unit, through the numeric
   checks' parser) and is then compared with the probe's value, tolerance and ``also_accept``;
 - a name counts only if the candidate wrote it; it is compared with ``accept`` / ``reject`` (case, hyphens and
