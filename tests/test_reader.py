@@ -35,6 +35,8 @@ from interviewer.scoring.reader import (
     ReadingCancelled,
     Readings,
     binds,
+    judge_name,
+    judge_number,
     judge_option,
     letter_probs,
     read_answer,
@@ -1219,3 +1221,45 @@ def test_a_wrong_claim_that_is_the_true_one_reordered_counts_only_where_the_text
     readings = read_answer(Reader(answer=lambda q, opts: swap), QUESTION, text, [flag], mode="each")
     (found,) = findings_of({"main": readings})
     assert found.verdict == "absent" and found.undecided
+
+
+def test_a_hedged_number_is_compared_at_the_precision_the_candidate_wrote_it() -> None:
+    spacing = Probe(
+        point="main.0",
+        kind="number",
+        ask="What spacing between adjacent BF16 values in [8, 16) does the candidate give?",
+        value=0.0625,
+        tolerance=0.01,
+    )
+    hedged = "Between 8 and 16, adjacent BF16 values sit about 0.06 apart."
+    assert judge_number(spacing, 0.06, hedged)[0] == "stated"  # 0.0625 to one digit
+    # written as exact, the same figure is 4% off; a hedged figure that rounds elsewhere is still wrong
+    assert judge_number(spacing, 0.06, hedged.replace("about ", ""))[0] == "contradicted"
+    assert judge_number(spacing, 0.5, hedged.replace("0.06", "0.5"))[0] == "contradicted"
+    total = Probe(
+        point="main.1",
+        kind="number",
+        ask="What aggregate throughput does the candidate compute for 256 users at 15 tokens/s?",
+        value=3840,
+        tolerance=0.01,
+    )
+    said = "So 256 users at 15 tokens/s each is roughly {} tokens a second of aggregate throughput."
+    assert judge_number(total, 3800, said.format("3,800"))[0] == "stated"  # two digits: 3,840 -> 3,800
+    assert judge_number(total, 3000, said.format("3,000"))[0] == "contradicted"  # one digit: 4,000
+
+
+def test_a_true_name_after_another_items_negation_is_not_taken_as_denied() -> None:
+    fix = Probe(
+        point="main.5",
+        kind="named",
+        ask="Which fix does the candidate name for small-batch fine-tuning?",
+        accept=["GroupNorm", "SyncBatchNorm"],
+        reject=["raise the learning rate"],
+    )
+    listed = (
+        "For small-batch fine-tuning use GroupNorm, which doesn't depend on batch size, or SyncBatchNorm."
+    )
+    assert judge_name(fix, "SyncBatchNorm", listed)[0] == NOT_STATED
+    assert judge_name(fix, "GroupNorm", listed)[0] == "stated"
+    denied = "For small-batch fine-tuning I would not use SyncBatchNorm."
+    assert judge_name(fix, "SyncBatchNorm", denied)[0] == "contradicted"

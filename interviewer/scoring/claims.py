@@ -35,7 +35,7 @@ _CONTRAST = re.compile(
     r"as opposed to\b|unlike\b)|\s(?=but\b|whereas\b|rather than\b|instead of\b|as opposed to\b))\s*",
     re.IGNORECASE,
 )
-_NEGATION = re.compile(
+NEGATION = re.compile(
     r"\b(?:not|no|never|none|nothing|neither|nor|without|cannot|false|untrue|myth|wrong|incorrect|"
     r"isn't|aren't|wasn't|weren't|doesn't|don't|didn't|won't|wouldn't|can't|couldn't|shouldn't|hasn't|"
     r"haven't|hardly|rather than|instead of|as opposed to|unlike)\b|n't\b",
@@ -112,7 +112,7 @@ def _phrase_pattern(phrase: str) -> re.Pattern[str]:
 
 
 def _negations(text: str) -> int:
-    return len(_NEGATION.findall(text))
+    return len(NEGATION.findall(text))
 
 
 _SCOPE_WORDS = 6  # a negation cue reaches this many words ahead ("it is not the case that X")

@@ -47,7 +47,7 @@ from interviewer.content.models import Probe, Question
 from interviewer.errors import InterviewerError, ModelError
 from interviewer.llm.client import BACKGROUND_KEY, model_error
 from interviewer.scoring.checks import Quantity, _candidates, _unit_of, asserted_quantities
-from interviewer.scoring.claims import find_assertion, mentions, sentences
+from interviewer.scoring.claims import NEGATION, find_assertion, mentions, sentences
 from interviewer.scoring.guard import fence
 from interviewer.scoring.judge import _response_format
 from interviewer.scoring.models import KeyPointVerdict, Verdict
@@ -398,6 +398,37 @@ def _close(a: float, b: float, rel: float) -> bool:
     return abs(a - b) <= rel * max(abs(a), abs(b)) + 1e-12
 
 
+_DIGITS = re.compile(r"\d[\d,]*(?:\.\d+)?")
+_HEDGE = re.compile(
+    r"(?:\b(?:about|around|roughly|approximately|approx|nearly|almost|close to|on the order of)\W+|~\s*)$",
+    re.I,
+)
+
+
+def _significant(text: str) -> int | None:
+    """The significant digits a number was written with ("0.06": 1, "3,800": 2, "12.50": 4)."""
+    m = _DIGITS.search(text)
+    if m is None:
+        return None
+    d = m.group().replace(",", "")
+    digits = d.replace(".", "").lstrip("0") if "." in d else d.lstrip("0").rstrip("0")
+    return len(digits) or None
+
+
+def _as_written(stated: _Stated, v: float, truth: float) -> bool:
+    """Whether an approximate number ("about 0.06", "~3,800") is the true value rounded to the digits the
+    candidate wrote (0.0625, 3,840): a hedged figure is compared at its own precision."""
+    q = stated.quantity
+    at = stated.sentence.find(q.text)
+    if at < 0 or not _HEDGE.search(stated.sentence[:at]) or v == 0 or q.value == 0:
+        return False
+    sig = _significant(q.text)
+    if sig is None:
+        return False
+    in_their_unit = truth * q.value / v
+    return _close(float(f"{in_their_unit:.{sig}g}"), q.value, 1e-9)
+
+
 def _readings_of(q: Quantity, unit: str | None) -> list[float]:
     """The values a reader could have copied for ``q``: as written, in the probe's unit, in the base unit.
 
@@ -455,7 +486,7 @@ def judge_number(probe: Probe, read: float | None, answer: str) -> tuple[Finding
     if not comparable:
         return NOT_STATED, None, f"'{matches[0].quantity.text}' is not in a unit comparable with {probe.unit}"
     for s, v in comparable:
-        if any(_close(v, a, probe.tolerance) for a in accepted):
+        if any(_close(v, a, probe.tolerance) or _as_written(s, v, a) for a in accepted):
             return "stated", s.sentence, f"'{s.quantity.text}' matches {accepted[0]:g}"
     s, v = comparable[0]
     if not about_ask(s.sentence, probe.ask):
@@ -467,7 +498,9 @@ def judge_number(probe: Probe, read: float | None, answer: str) -> tuple[Finding
             o
             for o in stated_numbers(answer)
             if any(
-                _close(w, a, probe.tolerance) for w in _candidates(o.quantity, probe.unit) for a in accepted
+                _close(w, a, probe.tolerance) or _as_written(o, w, a)
+                for w in _candidates(o.quantity, probe.unit)
+                for a in accepted
             )
         ),
         None,
@@ -516,6 +549,9 @@ def judge_name(probe: Probe, read: str | None, answer: str) -> tuple[Finding, st
     if accepted:
         if asserted:
             return "stated", sentence, f"'{read}' is accepted ({accepted[0]})"
+        if sentence is not None and not _negated_in_its_part(sentence, read):
+            # "GroupNorm, which doesn't depend on the batch, or SyncBatchNorm": the negation is another item's
+            return NOT_STATED, None, f"'{read}' follows a negation of something else in its sentence"
         return "contradicted", sentence, f"the candidate denies '{read}'"
     if asserted:
         right = next((h for h in (find_assertion(sentence or "", a) for a in probe.accept) if h), None)
@@ -527,6 +563,16 @@ def judge_name(probe: Probe, read: str | None, answer: str) -> tuple[Finding, st
             )
         return "contradicted", sentence, f"'{read}' is a classic wrong answer ({rejected[0]})"
     return NOT_STATED, None, f"the candidate mentions '{read}' only to deny it"
+
+
+def _negated_in_its_part(sentence: str, name: str) -> bool:
+    """Whether a negation cue stands before ``name`` in its own part of the sentence (from the last comma,
+    semicolon or colon before it); a name the sentence does not spell out as written counts as negated."""
+    at = sentence.lower().find(name.lower())
+    if at < 0:
+        return True
+    part = re.split(r"[,;:]", sentence[:at])[-1]
+    return NEGATION.search(part) is not None
 
 
 def _named_in_text(probe: Probe, answer: str, failed: str) -> tuple[Finding, str | None, str]:
