@@ -482,11 +482,15 @@ def judge_number(probe: Probe, read: float | None, answer: str) -> tuple[Finding
     if not matches:
         return NOT_STATED, None, f"{read:g} is not a number the candidate states"
     accepted = [float(probe.value or 0.0), *probe.also_accept]
+
+    def meets(stated: _Stated, v: float) -> bool:
+        return any(_close(v, a, probe.tolerance) or _as_written(stated, v, a) for a in accepted)
+
     comparable = [(s, v) for s in matches for v in _candidates(s.quantity, probe.unit)]
     if not comparable:
         return NOT_STATED, None, f"'{matches[0].quantity.text}' is not in a unit comparable with {probe.unit}"
     for s, v in comparable:
-        if any(_close(v, a, probe.tolerance) or _as_written(s, v, a) for a in accepted):
+        if meets(s, v):
             return "stated", s.sentence, f"'{s.quantity.text}' matches {accepted[0]:g}"
     s, v = comparable[0]
     if not about_ask(s.sentence, probe.ask):
@@ -494,15 +498,7 @@ def judge_number(probe: Probe, read: float | None, answer: str) -> tuple[Finding
     # The reader may have copied the wrong one of several numbers: one the candidate asserts elsewhere that
     # meets the rubric leaves the reading undecided rather than a contradiction (it would cap a right answer).
     elsewhere = next(
-        (
-            o
-            for o in stated_numbers(answer)
-            if any(
-                _close(w, a, probe.tolerance) or _as_written(o, w, a)
-                for w in _candidates(o.quantity, probe.unit)
-                for a in accepted
-            )
-        ),
+        (o for o in stated_numbers(answer) if any(meets(o, w) for w in _candidates(o.quantity, probe.unit))),
         None,
     )
     if elsewhere is not None:

@@ -272,28 +272,26 @@ class RubricScorer:
         covered = (
             stated or bool(llm.quotes and llm.quotes.covered) or any(m.covered for m in cov.result.matches)
         )
-        rel = stages.relevance(
-            cov.result,
-            gap,
-            exempt=not seen.answered or con.claims_wrong or fnd.about_question,
-            covered=covered,
-            met=covered or any(ch.passed for ch in results),
-            reference_only=spec.reference_only,
-            terse=stages.terse(seen.main),
-            story=spec.story,
-        )
-        wrong_only = None
-        if seen.answered and (con.claims_wrong or fnd.about_question) and not fnd.states_a_point:
-            wrong_only = stages.relevance(
+        met = covered or any(ch.passed for ch in results)
+
+        def relevance(exempt: bool) -> stages.Relevance:
+            return stages.relevance(
                 cov.result,
                 gap,
-                exempt=False,
+                exempt=exempt,
                 covered=covered,
-                met=covered or any(ch.passed for ch in results),
+                met=met,
                 reference_only=spec.reference_only,
                 terse=stages.terse(seen.main),
                 story=spec.story,
             )
+
+        rel = relevance(exempt=not seen.answered or con.claims_wrong or fnd.about_question)
+        # Judged again without the wrong claim's exemption: an answer about the question only through a wrong
+        # claim, stating nothing right, keeps the off-topic cap.
+        wrong_only = None
+        if seen.answered and (con.claims_wrong or fnd.about_question) and not fnd.states_a_point:
+            wrong_only = relevance(exempt=False)
         kps = stages.with_findings(
             stages.key_points(spec, cov.result, con, llm.quotes, rel.off_topic), cov.result, fnd
         )
