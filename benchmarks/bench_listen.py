@@ -260,17 +260,17 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with tempfile.TemporaryDirectory() as d:
             store = SessionStore(Path(d) / "s.db")
-            topic = None
-            if (
-                not args.lexical
-            ):  # as the app does (Runtime.listener): redirect what the report calls off-topic
+            topic, claims = None, None
+            if not args.lexical:
+                # As the app does (Runtime.listener): redirect what the report calls off-topic, and challenge
+                # what it caps as a wrong claim.
                 from interviewer.embeddings import MiniLMEmbedder
                 from interviewer.scoring.scorer import RubricScorer
 
                 scorer = RubricScorer(MiniLMEmbedder(), neighbours=list(bank.questions.values()))
                 scorer.warm()
-                topic = scorer.off_topic
-            listener = listen.Listener(neighbours=list(bank.questions.values()), topic=topic)
+                topic, claims = scorer.off_topic, scorer.wrong_claims
+            listener = listen.Listener(neighbours=list(bank.questions.values()), topic=topic, claims=claims)
             ports = Ports(bank=bank, store=store, model=port, listener=listener)
             for q in questions:
                 for name, answers in personas(q).items():

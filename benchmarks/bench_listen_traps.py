@@ -16,7 +16,8 @@ interviewer reads an answer whose reading was ready before Send, and the next mo
 challenged as a wrong claim, redirected as off-topic, a why-1 target the readings find stated asked anyway, other.
 The same answers without the findings are shown beside it. With ``--trust``, only the probe kinds it lets act
 are kept and each key point is decided from them, as if only those had been read (the listener reads no other
-kind). A wrong answer "asserts an authored contradiction" when the offline clause reader finds one of the
+kind). A wrong answer "asserts an authored contradiction" when the clause reader or the listener's own word match
+(not the scorer's paraphrase reader, which is under test) finds one of the
 rubric's ``contradictions`` in it, or when the trap's own summary of its wrong claim carries at least half of
 the content words of one of them.
 """
@@ -59,8 +60,10 @@ def main() -> int:
     args = ap.parse_args()
     bank = load_bank(REPO)
     neighbours = list(bank.questions.values())
-    topic = None if args.lexical else RubricScorer(neighbours=neighbours).off_topic
-    listener = Listener(neighbours=neighbours, topic=topic)
+    scorer = None if args.lexical else RubricScorer(neighbours=neighbours)
+    topic = scorer.off_topic if scorer is not None else None
+    claims = scorer.wrong_claims if scorer is not None else None
+    listener = Listener(neighbours=neighbours, topic=topic, claims=claims)
     traps = load_traps()
     if args.readings is not None:
         acts_on = args.trust.acts_on if args.trust is not None else None
@@ -103,9 +106,13 @@ def _sha(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def asserts_authored(q: Question, listener: Listener, text: str, claim: str) -> bool:
+# The clause and word readers alone: which answers count as asserting a claim must not depend on the reader tested.
+_AUTHORED = Listener()
+
+
+def asserts_authored(q: Question, text: str, claim: str) -> bool:
     """Whether a wrong answer asserts one of the rubric's contradictions (see the module docstring)."""
-    if listener.read(q, 0, text, q.question).hit is not None:
+    if _AUTHORED.read(q, 0, text, q.question).hit is not None:
         return True
     said = stems(claim)
     for c in q.contradictions:
@@ -164,7 +171,7 @@ def with_readings(
             counts[mode][kind][out] += 1
             if kind == "strong":
                 counts[mode][kind]["why1 stated"] += why1_stated
-            if kind == "wrong" and asserts_authored(q, listener, text, t.answers.wrong.claim):
+            if kind == "wrong" and asserts_authored(q, text, t.answers.wrong.claim):
                 authored[mode]["n"] += 1
                 authored[mode]["challenged"] += out == "challenged"
             wanted = {"wrong": "challenged", "off_topic": "redirected"}.get(kind, "other")

@@ -36,7 +36,7 @@ from interviewer.embeddings import Embedder
 
 # The shared clause reader: the scorer caps a criterion on the same reading the interviewer challenges.
 from interviewer.scoring.claims import clauses, contradictions_asserted
-from interviewer.text import LISTEN_STOP_WORDS
+from interviewer.text import LISTEN_STOP_WORDS, stems
 
 Kind = Literal["asks_back", "idk", "too_short", "off_topic", "contradicts", "covered", "partial", "answer"]
 Move = Literal[
@@ -50,21 +50,7 @@ STAYS: frozenset[str] = frozenset({"clarify", "hint", "encourage", "expand", "re
 # -- words ----------------------------------------------------------------------------------------
 
 _STOP = LISTEN_STOP_WORDS
-_WORD = re.compile(r"[a-z0-9][a-z0-9+\-_.]*")
 _TOKEN = re.compile(r"[a-z0-9]+")
-
-
-_SUFFIX = re.compile(r"(?:ing|ed|es|s|ly)$")
-
-
-def _stem(word: str) -> str:
-    return (_SUFFIX.sub("", word) if len(word) > 4 else word)[:6]
-
-
-def stems(text: str) -> set[str]:
-    """Content-word stems of ``text`` (a common suffix dropped, then a 6-character prefix)."""
-    words = {w.strip(".-_") for w in _WORD.findall(text.lower().replace("’", "'"))}
-    return {_stem(w) for w in words if len(w) > 2 and w not in _STOP}
 
 
 def _words(text: str) -> list[str]:
@@ -120,6 +106,7 @@ def sentences(text: str) -> list[str]:
 
 CoverageFn = Callable[[str, Sequence[str], str], list[float]]
 TopicFn = Callable[[Question, str], "str | None"]  # why an answer is off-topic, or None
+ClaimsFn = Callable[[Question, str], Sequence[Any]]  # the classic wrong claims an answer asserts (hits)
 
 
 def lexical_coverage(answer: str, key_points: Sequence[str], question: str) -> list[float]:
@@ -254,12 +241,16 @@ class Listener:
         coverage: CoverageFn | None = None,
         neighbours: Sequence[Question] = (),
         topic: TopicFn | None = None,
+        claims: ClaimsFn | None = None,
     ) -> None:
         self.embedder = embedder
         self.coverage = coverage or lexical_coverage
         # The scorer's own off-topic rule (RubricScorer.off_topic): what the report will call off-topic is
         # what the interviewer redirects. Without it, a lexical share of the rubric's vocabulary decides.
         self.topic = topic
+        # The scorer's wrong-claim reading (RubricScorer.wrong_claims), which also finds a claim in other words:
+        # what the report caps is what the interviewer challenges. Without it, the clause and word readers here.
+        self.claims = claims
         self._vocab: dict[str, set[str]] = {}
         # The bank's questions: words in many rubrics ("time", "three", "spent") say nothing about topic.
         self._neighbours = list(neighbours)
@@ -363,6 +354,8 @@ class Listener:
         # A rubric wrong claim first: an answer asserting one is about this question, and gets challenged.
         hits: list[Any] = list(contradictions_asserted(text, q))
         hits += _loose_claims(text, q, {h.name for h in hits})
+        if self.claims is not None:
+            hits += [h for h in self.claims(q, text) if h.name not in {g.name for g in hits}]
         if hits:
             hit = hits[0]
             phrase = next((p for c in q.contradictions if c.name == hit.name for p in c.any_of), None)

@@ -231,7 +231,10 @@ class Runtime:
                 ).start()
             # The listener redirects exactly what the report will call off-topic: it asks the scorer's own rule.
             topic = scorer.off_topic if scorer is not None else None
-            self._listener = Listener(neighbours=list(self.bank.questions.values()), topic=topic)
+            claims = scorer.wrong_claims if scorer is not None else None
+            self._listener = Listener(
+                neighbours=list(self.bank.questions.values()), topic=topic, claims=claims
+            )
         return self._listener
 
     def model_or_none(self, progress: Progress | None = None) -> ChatPort | None:

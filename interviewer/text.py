@@ -9,6 +9,7 @@ bidi overrides, NUL). :func:`is_blank` says whether nothing readable is left. :f
 from __future__ import annotations
 
 import html
+import re
 import unicodedata
 from typing import Any
 
@@ -122,3 +123,18 @@ FOLLOW_UP_STOP_WORDS: frozenset[str] = (
     STOP_WORDS
     | frozenset(("answer every explain it's least less mine question said say tell two yes yours").split())
 ) - frozenset(("all between during only over own same through under us").split())
+
+
+_STEM_WORD = re.compile(r"[a-z0-9][a-z0-9+\-_.]*")
+_SUFFIX = re.compile(r"(?:ing|ed|es|s|ly)$")
+
+
+def _stem(word: str) -> str:
+    return (_SUFFIX.sub("", word) if len(word) > 4 else word)[:6]
+
+
+def stems(text: str) -> set[str]:
+    """Content-word stems of ``text`` (a common suffix dropped, then a 6-character prefix): what a listener
+    compares when it asks whether two texts say the same words."""
+    words = {w.strip(".-_") for w in _STEM_WORD.findall(text.lower().replace("\u2019", "'"))}
+    return {_stem(w) for w in words if len(w) > 2 and w not in LISTEN_STOP_WORDS}

@@ -41,7 +41,7 @@ NEGATION = re.compile(
     r"haven't|hardly|rather than|instead of|as opposed to|unlike)\b|n't\b",
     re.IGNORECASE,
 )
-_ATTRIBUTION = re.compile(
+ATTRIBUTION = re.compile(
     r"\b(?:people|folks|many|some|others|juniors?|beginners?|newcomers?|someone|they)\s+"
     r"(?:(?:often|usually|sometimes|still|wrongly|mistakenly|naively)\s+)?(?:think|thinks|believe|believes|assume|assumes|say|says|claim|claims|expect|expects)\b|"
     r"\b(?:common|classic|typical|usual)\s+(?:mistake|misconception|trap|error|pitfall|myth)\b|"
@@ -145,7 +145,7 @@ def find_assertion(text: str, phrase: str) -> Assertion | None:
             end = c.sentence.find(c.text)
             own = _TURN.match(c.text) or end < 0
             scope = c.text if own else c.sentence[: end + len(c.text)]
-            if _ATTRIBUTION.search(scope):
+            if ATTRIBUTION.search(scope):
                 continue
             return Assertion(phrase, c.sentence, c.text)
     return None

@@ -71,7 +71,7 @@ from interviewer.content.models import Question
 from interviewer.embeddings import Embedder, default_embedder
 from interviewer.native import native_call
 from interviewer.scoring import stages
-from interviewer.scoring.claims import explained_text, find_contradictions
+from interviewer.scoring.claims import ContradictionHit, explained_text
 from interviewer.scoring.coverage import Calibration, TextEncoder, load_calibration, score_coverage
 from interviewer.scoring.guard import screen
 from interviewer.scoring.models import KeyPointVerdict, QuestionScore
@@ -226,7 +226,7 @@ class RubricScorer:
         if not main.strip():
             return None
         spec = RubricSpec.from_question(question, reference=question.model_answer)
-        if find_contradictions(main, spec.contradictions):
+        if self._wrong_claims(spec, main):
             return None  # one of this question's classic wrong claims: to challenge, not to redirect
         explained, _ = explained_text(main)
         cov = score_coverage(
@@ -239,6 +239,15 @@ class RubricScorer:
         return stages.off_topic_reason(
             stages.similarity(cov), gap, met=met, covered=covered, story=spec.story
         )
+
+    def wrong_claims(self, question: Question, answer: str) -> list[ContradictionHit]:
+        """The question's classic wrong claims that ``answer`` asserts, in an authored phrasing (the clause reader)
+        or in other words (:mod:`interviewer.scoring.paraphrase`): what :meth:`score` caps on, so the interviewer
+        challenges exactly what the report will hold against the candidate. Offline, MiniLM only."""
+        return self._wrong_claims(RubricSpec.from_question(question), screen(answer or "").text)
+
+    def _wrong_claims(self, spec: RubricSpec, text: str) -> list[ContradictionHit]:
+        return stages.wrong_claims(self.encoder, spec, text)
 
     _off_topic_reason = staticmethod(stages.off_topic_reason)
 

@@ -71,6 +71,13 @@ class RubricSpec:
     # A story question ("tell me about a time..."): a genuine answer tells the candidate's own story in its own
     # words, so sharing little wording with the rubric does not make it an answer about something else.
     story: bool = False
+    model_answer: str | None = None  # the authored model answer: a right statement for wrong-claim reading
+
+    def right_statements(self) -> list[str]:
+        """What the rubric holds true: the key points, the why steps' and the push step's, the model answer."""
+        steps = [*self.why_steps, *([self.push] if self.push else [])]
+        answers = {a for a in (self.model_answer, self.reference) if a}
+        return [*self.key_points, *(k for s in steps for k in s.key_points), *sorted(answers)]
 
     @classmethod
     def from_question(cls, question: Question, reference: str | None = None) -> RubricSpec:
@@ -89,6 +96,7 @@ class RubricSpec:
             push=StepSpec(push.ask, list(push.key_points), push.kind) if push else None,
             probes=list(question.probes),
             story=question.round in STORY_ROUNDS,
+            model_answer=question.model_answer,
         )
 
     @classmethod

@@ -44,6 +44,7 @@ from interviewer.scoring.models import (
     Status,
     Verdict,
 )
+from interviewer.scoring.paraphrase import paraphrased_contradictions
 from interviewer.scoring.spec import STORY_ROUNDS, Answers, RubricSpec, StepSpec
 
 WELL_ANSWERED = 2.5  # a why-level counts as answered well from this coverage level (of 4) up
@@ -191,6 +192,14 @@ class Contradictions(Stage):
         return {h.sentence for h in self.hits if h.sentence}
 
 
+def wrong_claims(enc: TextEncoder, spec: RubricSpec, text: str) -> list[ContradictionHit]:
+    """The rubric's classic wrong claims in ``text``: in an authored phrasing, then in other words."""
+    hits = find_contradictions(text, spec.contradictions)
+    return hits + paraphrased_contradictions(
+        enc, text, spec.contradictions, spec.right_statements(), spec.question_text, [h.name for h in hits]
+    )
+
+
 def contradictions(
     enc: TextEncoder,
     spec: RubricSpec,
@@ -200,7 +209,7 @@ def contradictions(
     judge_weight: float,
 ) -> Contradictions:
     """The rubric's classic wrong claims in any answer; with a truth judge, its contradicted key points too."""
-    hits = find_contradictions("\n".join(seen.given), spec.contradictions)
+    hits = wrong_claims(enc, spec, "\n".join(seen.given))
     out = Contradictions(hits=list(hits), claims_wrong=bool(hits), level=cov.level)
     if judged and seen.answered and spec.key_points:
         pre = covered_key_points(cov.result, None, {h.sentence for h in hits})

@@ -1,0 +1,93 @@
+"""A classic wrong claim in the candidate's own words: sentence similarity, held back by three word checks.
+
+The clause reader (:mod:`interviewer.scoring.claims`) finds a rubric's wrong claim only in one of its authored
+phrasings. Candidates rarely use them: "if throughput goes up, latency goes down with it" is the authored
+"higher throughput means lower latency" in other words. Here a clause of the answer asserts a contradiction
+when, for one of its phrasings (the claim itself or an ``any_of``):
+
+- the clause's MiniLM sentence vector is at least :data:`SIMILAR` cosine from the phrasing's;
+- it is closer to the phrasing than to every statement the rubric holds true (its key points, the why steps'
+  and the push step's key points, the reference answer) by at least :data:`CLOSER_BY`: a right clause reads
+  like the wrong claim it corrects;
+- it uses at least half (:data:`TELLING_SHARE`) of the phrasing's *telling* words, the words of the phrasing
+  that neither the question nor any right statement uses ("divides" and "sum" in "IoU divides the intersection
+  by the sum of the two areas"); a phrasing without telling words is left to the clause reader. Sentence
+  vectors barely see which way round a claim goes; the telling words do;
+- its negations agree with the phrasing's ("it doesn't cost anything" for "preemption costs nothing"), and it
+  is neither a question nor someone else's view ("people think ...").
+
+The thresholds were chosen on the trap dev split (109 questions): the clause and word readers find a wrong claim
+in 6 of its fluent-but-wrong answers, with this reader 30; it takes 2 strong and 4 partial answers for a wrong
+claim. A hit is the clause reader's :class:`ContradictionHit`, so the scorer caps on it and the interviewer
+challenges it, quoting the candidate's sentence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from interviewer.scoring.claims import ATTRIBUTION, NEGATION, ContradictionHit, clauses
+from interviewer.text import stems
+
+if TYPE_CHECKING:
+    from interviewer.content.models import Contradiction
+    from interviewer.scoring.coverage import TextEncoder
+
+SIMILAR = 0.50  # cosine between a clause and a wrong phrasing
+CLOSER_BY = 0.05  # how much closer to the wrong phrasing than to any right statement
+TELLING_SHARE = 0.5  # share of the phrasing's telling words the clause must use
+
+
+def _polarity(text: str) -> int:
+    return len(NEGATION.findall(text)) % 2
+
+
+def paraphrased_contradictions(
+    enc: TextEncoder,
+    answer: str,
+    contradictions: Sequence[Contradiction],
+    right: Sequence[str],
+    question: str,
+    skip: Sequence[str] = (),
+) -> list[ContradictionHit]:
+    """The rubric's wrong claims that ``answer`` asserts in other words, one hit per claim (its closest clause).
+
+    Args:
+        enc: the scorer's sentence encoder (MiniLM), whose vectors are cached.
+        answer: the candidate's text.
+        contradictions: the rubric's classic wrong claims.
+        right: what the rubric holds true, as texts (each is read clause by clause).
+        question: the question's text; its words are never telling.
+        skip: names of contradictions already found (by the clause reader); they are not looked for again.
+    """
+    wanted = [c for c in contradictions if c.name not in skip]
+    own = [c for c in clauses(answer) if not c.question and not ATTRIBUTION.search(c.sentence)]
+    if not wanted or not own:
+        return []
+    truths = [c.text for t in right for c in clauses(t)]
+    known = stems(question).union(*(stems(t) for t in truths))
+    phrasings = [(c, p) for c in wanted for p in (c.claim, *c.any_of)]
+    vecs = enc.sentences([c.text for c in own] + [p for _, p in phrasings] + truths)
+    said, wrong, true = np.split(vecs, [len(own), len(own) + len(phrasings)])
+    to_wrong = said @ wrong.T
+    to_right = (said @ true.T).max(axis=1) if len(truths) else np.full(len(own), -1.0)
+    best: dict[str, tuple[float, int]] = {}
+    for i, clause in enumerate(own):
+        words, polarity = stems(clause.text), _polarity(clause.text)
+        for j, (c, phrase) in enumerate(phrasings):
+            sim = float(to_wrong[i, j])
+            if sim < SIMILAR or sim - float(to_right[i]) < CLOSER_BY or polarity != _polarity(phrase):
+                continue
+            telling = stems(phrase) - known
+            if not telling or len(telling & words) < TELLING_SHARE * len(telling):
+                continue
+            if c.name not in best or sim > best[c.name][0]:
+                best[c.name] = (sim, i)
+    return [
+        ContradictionHit(c.name, c.claim, c.criterion, own[best[c.name][1]].sentence, c.challenge)
+        for c in wanted
+        if c.name in best
+    ]

@@ -1,0 +1,90 @@
+"""A rubric's classic wrong claim in the candidate's own words (interviewer.scoring.paraphrase), on MiniLM."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from interviewer.content import load_bank
+from interviewer.embeddings import MiniLMEmbedder
+from interviewer.listen import Listener
+from interviewer.scoring.claims import contradictions_asserted
+from interviewer.scoring.coverage import TextEncoder
+from interviewer.scoring.paraphrase import CLOSER_BY, SIMILAR, paraphrased_contradictions
+from interviewer.scoring.scorer import CONTRADICTED_ANSWER_MAX, RubricScorer
+from interviewer.scoring.spec import RubricSpec
+
+REPO = Path(__file__).resolve().parents[1]
+
+# "higher throughput means lower latency", said without any of the rubric's phrasings.
+THROUGHPUT_AS_LATENCY = (
+    "Whichever engine serves more requests per second also gets each user's request done faster, "
+    "so throughput is the only figure we need."
+)
+
+
+@pytest.fixture(scope="module")
+def bank():
+    return load_bank(REPO)
+
+
+@pytest.fixture(scope="module")
+def scorer(bank) -> RubricScorer:
+    return RubricScorer(MiniLMEmbedder(), neighbours=list(bank.questions.values()))
+
+
+def test_a_classic_wrong_claim_in_other_words_is_capped_and_challenged(bank, scorer) -> None:
+    q = bank.get("case.benchmark-contract")
+    assert not contradictions_asserted(
+        THROUGHPUT_AS_LATENCY, q
+    )  # no authored phrasing: the clause reader misses it
+    hits = scorer.wrong_claims(q, THROUGHPUT_AS_LATENCY)
+    assert [h.name for h in hits] == ["throughput equals latency"]
+    assert hits[0].sentence == THROUGHPUT_AS_LATENCY and hits[0].challenge
+    s = scorer.score(q, [THROUGHPUT_AS_LATENCY])
+    assert s.overall <= CONTRADICTED_ANSWER_MAX
+    assert any("classic wrong claim (throughput equals latency)" in n for n in s.notes), s.notes
+    assert scorer.off_topic(q, THROUGHPUT_AS_LATENCY) is None  # about the question, and wrong
+    listener = Listener(
+        neighbours=list(bank.questions.values()), topic=scorer.off_topic, claims=scorer.wrong_claims
+    )
+    reading = listener.read(q, 0, THROUGHPUT_AS_LATENCY)
+    assert reading.kind == "contradicts" and reading.hit is not None
+    assert reading.hit.name == "throughput equals latency"
+    # Without the scorer's reading, the listener's own clause and word readers do not see it.
+    assert Listener().read(q, 0, THROUGHPUT_AS_LATENCY).kind != "contradicts"
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "More throughput does not mean faster requests.",
+        "A bigger batch raises throughput, but a single user on an idle server waits just as long: throughput "
+        "alone does not make each request faster.",
+        "People often assume that more throughput makes every request faster, and that is the trap here.",
+        "Does more throughput make each request faster? Only the latency percentiles can say.",
+    ],
+)
+def test_a_denied_attributed_or_asked_claim_is_not_asserted(bank, scorer, answer: str) -> None:
+    assert scorer.wrong_claims(bank.get("case.benchmark-contract"), answer) == []
+
+
+def test_a_clause_close_to_a_wrong_claim_without_its_telling_words_is_not_taken_for_it(bank) -> None:
+    """The right IoU reads like "IoU divides the intersection by the sum of the two areas" to sentence vectors;
+    it shares none of the claim's telling words ("divides", "sum"), so it is not the claim."""
+    enc = TextEncoder(MiniLMEmbedder())
+    q = bank.get("mlcode.iou-nms")
+    spec = RubricSpec.from_question(q)
+    right = "IoU is the intersection over the union, where the union is both areas added together minus their overlap."
+    wrong = "IoU divides the overlap by the sum of the two box areas."
+    claim = next(c for c in q.contradictions if "sum" in c.claim)
+    vecs = enc.sentences([right, claim.claim, *spec.right_statements()])
+    to_claim = float(vecs[0] @ vecs[1])
+    assert to_claim >= SIMILAR  # close enough in vectors that only the word check holds it back
+    assert to_claim - float((vecs[2:] @ vecs[0]).max()) >= CLOSER_BY
+    args = (q.contradictions, spec.right_statements(), q.question)
+    assert paraphrased_contradictions(enc, right, *args) == []
+    assert [h.name for h in paraphrased_contradictions(enc, wrong, *args)] == [claim.name]
+    # A claim the clause reader already found is not looked for again.
+    assert paraphrased_contradictions(enc, wrong, *args, skip=[claim.name]) == []
