@@ -17,9 +17,8 @@ challenged as a wrong claim, redirected as off-topic, a why-1 target the reading
 The same answers without the findings are shown beside it. With ``--trust``, only the probe kinds it lets act
 are kept and each key point is decided from them, as if only those had been read (the listener reads no other
 kind). A wrong answer "asserts an authored contradiction" when the clause reader or the listener's own word match
-(not the scorer's paraphrase reader, which is under test) finds one of the
-rubric's ``contradictions`` in it, or when the trap's own summary of its wrong claim carries at least half of
-the content words of one of them.
+(not the scorer's paraphrase reader, which is under test) finds one of the rubric's ``contradictions`` in it, or
+when the trap's own summary of its wrong claim carries at least half of the content words of one of them.
 """
 
 from __future__ import annotations
