@@ -88,3 +88,16 @@ def test_a_clause_close_to_a_wrong_claim_without_its_telling_words_is_not_taken_
     assert [h.name for h in paraphrased_contradictions(enc, wrong, *args)] == [claim.name]
     # A claim the clause reader already found is not looked for again.
     assert paraphrased_contradictions(enc, wrong, *args, skip=[claim.name]) == []
+
+
+def test_a_wrong_claim_inside_a_long_sentence_is_compared_on_its_own(bank, scorer) -> None:
+    """Joined to a method and a consequence, the claim's clause reads unlike it as a whole; cut where the reason
+    and the consequence begin (", since", ", so"), the claim stands alone and is found."""
+    q = bank.get("case.benchmark-contract")
+    answer = (
+        "We used one long prompt for every run and compared the averages, since whichever engine serves more "
+        "requests per second also gets each user's request done faster, so throughput is the only figure we need "
+        "and percentiles are noise."
+    )
+    hits = scorer.wrong_claims(q, answer)
+    assert [h.name for h in hits] == ["throughput equals latency"] and hits[0].sentence == answer

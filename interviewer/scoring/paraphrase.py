@@ -2,8 +2,9 @@
 
 The clause reader (:mod:`interviewer.scoring.claims`) finds a rubric's wrong claim only in one of its authored
 phrasings. Candidates rarely use them: "if throughput goes up, latency goes down with it" is the authored
-"higher throughput means lower latency" in other words. Here a clause of the answer asserts a contradiction
-when, for one of its phrasings (the claim itself or an ``any_of``):
+"higher throughput means lower latency" in other words. Here a clause of the answer (cut further where a
+consequence or a reason begins: ", so", ", because", a colon) asserts a contradiction when, for one of its
+phrasings (the claim itself or an ``any_of``):
 
 - the clause's MiniLM sentence vector is at least :data:`SIMILAR` cosine from the phrasing's;
 - it is closer to the phrasing than to every statement the rubric holds true (its key points, the why steps'
@@ -17,19 +18,20 @@ when, for one of its phrasings (the claim itself or an ``any_of``):
   is neither a question nor someone else's view ("people think ...").
 
 The thresholds were chosen on the trap dev split (109 questions): the clause and word readers find a wrong claim
-in 6 of its fluent-but-wrong answers, with this reader 30; it takes 2 strong and 4 partial answers for a wrong
+in 6 of its fluent-but-wrong answers, with this reader 42; it takes 1 strong and 4 partial answers for a wrong
 claim. A hit is the clause reader's :class:`ContradictionHit`, so the scorer caps on it and the interviewer
 challenges it, quoting the candidate's sentence.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from interviewer.scoring.claims import ATTRIBUTION, NEGATION, ContradictionHit, clauses
+from interviewer.scoring.claims import ATTRIBUTION, NEGATION, Clause, ContradictionHit, clauses
 from interviewer.text import stems
 
 if TYPE_CHECKING:
@@ -37,8 +39,17 @@ if TYPE_CHECKING:
     from interviewer.scoring.coverage import TextEncoder
 
 SIMILAR = 0.50  # cosine between a clause and a wrong phrasing
-CLOSER_BY = 0.05  # how much closer to the wrong phrasing than to any right statement
+CLOSER_BY = 0.10  # how much closer to the wrong phrasing than to any right statement
 TELLING_SHARE = 0.5  # share of the phrasing's telling words the clause must use
+# A clause is cut further where one claim ends and a consequence or a reason begins, so that one claim in a long
+# sentence is compared on its own: ", so", ", and", ", because", ", since", ", which" and a colon.
+_PIECES = re.compile(r",\s+(?=so\b|and\b|because\b|since\b|which\b)|:\s+", re.IGNORECASE)
+_PIECE_WORDS = 3  # shorter pieces ("so it's fast") stay with nothing to compare
+
+
+def _pieces(clause: Clause) -> list[Clause]:
+    parts = [p for p in _PIECES.split(clause.text) if len(p.split()) >= _PIECE_WORDS]
+    return [Clause(p, clause.sentence, clause.question) for p in parts] if len(parts) > 1 else [clause]
 
 
 def _polarity(text: str) -> int:
@@ -64,7 +75,12 @@ def paraphrased_contradictions(
         skip: names of contradictions already found (by the clause reader); they are not looked for again.
     """
     wanted = [c for c in contradictions if c.name not in skip]
-    own = [c for c in clauses(answer) if not c.question and not ATTRIBUTION.search(c.sentence)]
+    own = [
+        piece
+        for c in clauses(answer)
+        if not c.question and not ATTRIBUTION.search(c.sentence)
+        for piece in _pieces(c)
+    ]
     if not wanted or not own:
         return []
     truths = [c.text for t in right for c in clauses(t)]
