@@ -9,7 +9,8 @@ call and the follow-up prompt keeps its cacheable prefix:
   invitation to guess when the rubric has none;
 - an answer too short to probe gets one request to expand; an off-topic answer is redirected once;
 - a classic wrong claim (the rubric's contradictions, read clause by clause by
-  :mod:`interviewer.scoring.claims`, plus a looser word match on the claim itself) is challenged by name,
+  :mod:`interviewer.scoring.claims`, plus a looser word match on the claim itself and, given the scorer's
+  ``wrong_claims``, the claim in other words of :mod:`interviewer.scoring.paraphrase`) is challenged by name,
   quoting a few of the candidate's words, with the rubric's authored ``challenge``;
 - when the answer already covers the next why-target, that target is skipped (go one level deeper), and after
   both whys are answered well an authored push step escalates.
