@@ -9,6 +9,7 @@ import pytest
 from interviewer.content import load_bank
 from interviewer.embeddings import MiniLMEmbedder
 from interviewer.listen import Listener
+from interviewer.scoring import paraphrase
 from interviewer.scoring.claims import contradictions_asserted
 from interviewer.scoring.coverage import TextEncoder
 from interviewer.scoring.paraphrase import CLOSER_BY, SIMILAR, paraphrased_contradictions
@@ -101,3 +102,24 @@ def test_a_wrong_claim_inside_a_long_sentence_is_compared_on_its_own(bank, score
     )
     hits = scorer.wrong_claims(q, answer)
     assert [h.name for h in hits] == ["throughput equals latency"] and hits[0].sentence == answer
+
+
+def test_a_numeric_wrong_claim_needs_its_number_stated(bank, monkeypatch) -> None:
+    """ "The scale is the full range divided by 255 steps" reads like the classic "divide by 256" to sentence
+    vectors and shares its telling word ("divided"); only the number tells them apart. A clause asserts a numeric
+    claim only when it states the claim's number, in digits or in words."""
+    enc = TextEncoder(MiniLMEmbedder())
+    q = bank.get("inference.quant.asymmetric-int8")
+    spec = RubricSpec.from_question(q)
+    claim = next(c for c in q.contradictions if "256" in c.claim)
+    args = (q.contradictions, spec.right_statements(), q.question)
+    right = "The scale is the full range divided by 255 steps."
+    assert paraphrased_contradictions(enc, right, *args) == []
+    for wrong in (
+        "The scale is the full range divided by 256 steps.",
+        "The scale is the full range divided by two hundred and fifty six steps.",
+    ):
+        assert [h.name for h in paraphrased_contradictions(enc, wrong, *args)] == [claim.name], wrong
+    # The number is what holds the right clause back: without the check it is taken for the claim.
+    monkeypatch.setattr(paraphrase, "_states_numbers", lambda piece, needed: True)
+    assert [h.name for h in paraphrased_contradictions(enc, right, *args)] == [claim.name]

@@ -14,12 +14,16 @@ phrasings (the claim itself or an ``any_of``):
   that neither the question nor any right statement uses ("divides" and "sum" in "IoU divides the intersection
   by the sum of the two areas"); a phrasing without telling words is left to the clause reader. Sentence
   vectors barely see which way round a claim goes; the telling words do;
+- it states every number the phrasing states, in digits or in words: "the range divided by 255" is the right
+  int8 scale, "divided by 256" the classic slip, and neither the vectors nor the words see the difference;
 - its negations agree with the phrasing's ("it doesn't cost anything" for "preemption costs nothing"), and it
   is neither a question nor someone else's view ("people think ...").
 
-The thresholds were chosen on the trap dev split (109 questions): the clause and word readers find a wrong claim
-in 6 of its fluent-but-wrong answers, with this reader 42; it takes 1 strong and 4 partial answers for a wrong
-claim. A hit is the clause reader's :class:`ContradictionHit`, so the scorer caps on it and the interviewer
+The thresholds and checks were chosen on the trap dev split (109 questions): the clause and word readers find a
+wrong claim in 6 of its fluent-but-wrong answers, with this reader 42; it takes no strong and 4 partial answers
+for a wrong claim. Word order was tried as a further check and left out: on the dev split it dropped passive
+rewordings of wrong claims ("at the end of the epoch you average the weights") before it held back any right
+clause. A hit is the clause reader's :class:`ContradictionHit`, so the scorer caps on it and the interviewer
 challenges it, quoting the candidate's sentence.
 """
 
@@ -32,6 +36,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from interviewer.scoring.claims import ATTRIBUTION, NEGATION, Clause, ContradictionHit, clauses
+from interviewer.scoring.reader import spoken_to_digits
 from interviewer.text import stems
 
 if TYPE_CHECKING:
@@ -50,6 +55,18 @@ _PIECE_WORDS = 3  # shorter pieces ("so it's fast") stay with nothing to compare
 def _pieces(clause: Clause) -> list[Clause]:
     parts = [p for p in _PIECES.split(clause.text) if len(p.split()) >= _PIECE_WORDS]
     return [Clause(p, clause.sentence, clause.question) for p in parts] if len(parts) > 1 else [clause]
+
+
+_NUMBER = re.compile(r"(?<![\w.])\d+(?:,\d{3})*(?:\.\d+)?")  # "24", "3,800", "1.3"; not "fp16" or "int8"
+
+
+def _numbers(text: str) -> set[float]:
+    return {float(n.replace(",", "")) for n in _NUMBER.findall(text)}
+
+
+def _states_numbers(piece: str, needed: set[float]) -> bool:
+    """Whether ``piece`` states every number in ``needed``, in digits or in words."""
+    return needed <= _numbers(piece) | _numbers(spoken_to_digits(piece))
 
 
 def _polarity(text: str) -> int:
@@ -99,6 +116,8 @@ def paraphrased_contradictions(
                 continue
             telling = stems(phrase) - known
             if not telling or len(telling & words) < TELLING_SHARE * len(telling):
+                continue
+            if not _states_numbers(clause.text, _numbers(phrase)):
                 continue
             if c.name not in best or sim > best[c.name][0]:
                 best[c.name] = (sim, i)
