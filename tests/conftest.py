@@ -64,3 +64,23 @@ def fixture_bank():
     from interviewer.content import load_bank
 
     return load_bank(FIXTURE_CONTENT)
+
+
+# Module scope, not session: the scorer holds its own loaded MiniLM model, its embedding caches and the bank's
+# neighbour vectors, so a session-wide one would stay in memory for the rest of the run and carry its state
+# from one module into the next. One per module is what each module built for itself before.
+@pytest.fixture(scope="module")
+def bank():
+    """The repository's question bank."""
+    from interviewer.content import load_bank
+
+    return load_bank(REPO)
+
+
+@pytest.fixture(scope="module")
+def bank_scorer(bank):
+    """The scorer as the interviewer builds it: MiniLM, with the bank's questions as neighbours."""
+    from interviewer.embeddings import MiniLMEmbedder
+    from interviewer.scoring.scorer import RubricScorer
+
+    return RubricScorer(MiniLMEmbedder(), neighbours=list(bank.questions.values()))

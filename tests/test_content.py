@@ -9,16 +9,11 @@ import pytest
 import yaml
 
 from interviewer import prompts
-from interviewer.content import Round, load_bank, load_question
+from interviewer.content import Round, load_question
 from interviewer.deep_dive import template_knowledge_links
 from interviewer.errors import ContentError
 
 from .conftest import REPO
-
-
-@pytest.fixture(scope="module")
-def bank():
-    return load_bank(REPO)
 
 
 def test_every_rubric_loads_and_the_bank_is_large(bank):

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from interviewer.clarify import NO_SCENARIO, NOT_SPECIFIED, answer_clarification
-from interviewer.content import Round, load_bank
+from interviewer.content import Round
 from interviewer.deep_dive import deep_dive_questions
 from interviewer.embeddings import HashingEmbedder
 from interviewer.errors import ContentError, InputError
@@ -38,11 +38,6 @@ class Clock:
 
     def __call__(self) -> float:
         return self.t
-
-
-@pytest.fixture(scope="module")
-def bank():
-    return load_bank(REPO)
 
 
 @pytest.fixture(scope="module")

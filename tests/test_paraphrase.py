@@ -2,21 +2,16 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from interviewer.content import load_bank
 from interviewer.embeddings import MiniLMEmbedder
 from interviewer.listen import Listener
 from interviewer.scoring import paraphrase
 from interviewer.scoring.claims import contradictions_asserted
 from interviewer.scoring.coverage import TextEncoder
 from interviewer.scoring.paraphrase import CLOSER_BY, SIMILAR, paraphrased_contradictions
-from interviewer.scoring.scorer import CONTRADICTED_ANSWER_MAX, RubricScorer
+from interviewer.scoring.scorer import CONTRADICTED_ANSWER_MAX
 from interviewer.scoring.spec import RubricSpec
-
-REPO = Path(__file__).resolve().parents[1]
 
 # "higher throughput means lower latency", said without any of the rubric's phrasings.
 THROUGHPUT_AS_LATENCY = (
@@ -25,30 +20,20 @@ THROUGHPUT_AS_LATENCY = (
 )
 
 
-@pytest.fixture(scope="module")
-def bank():
-    return load_bank(REPO)
-
-
-@pytest.fixture(scope="module")
-def scorer(bank) -> RubricScorer:
-    return RubricScorer(MiniLMEmbedder(), neighbours=list(bank.questions.values()))
-
-
-def test_a_classic_wrong_claim_in_other_words_is_capped_and_challenged(bank, scorer) -> None:
+def test_a_classic_wrong_claim_in_other_words_is_capped_and_challenged(bank, bank_scorer) -> None:
     q = bank.get("case.benchmark-contract")
     assert not contradictions_asserted(
         THROUGHPUT_AS_LATENCY, q
     )  # no authored phrasing: the clause reader misses it
-    hits = scorer.wrong_claims(q, THROUGHPUT_AS_LATENCY)
+    hits = bank_scorer.wrong_claims(q, THROUGHPUT_AS_LATENCY)
     assert [h.name for h in hits] == ["throughput equals latency"]
     assert hits[0].sentence == THROUGHPUT_AS_LATENCY and hits[0].challenge
-    s = scorer.score(q, [THROUGHPUT_AS_LATENCY])
+    s = bank_scorer.score(q, [THROUGHPUT_AS_LATENCY])
     assert s.overall <= CONTRADICTED_ANSWER_MAX
     assert any("classic wrong claim (throughput equals latency)" in n for n in s.notes), s.notes
-    assert scorer.off_topic(q, THROUGHPUT_AS_LATENCY) is None  # about the question, and wrong
+    assert bank_scorer.off_topic(q, THROUGHPUT_AS_LATENCY) is None  # about the question, and wrong
     listener = Listener(
-        neighbours=list(bank.questions.values()), topic=scorer.off_topic, claims=scorer.wrong_claims
+        neighbours=list(bank.questions.values()), topic=bank_scorer.off_topic, claims=bank_scorer.wrong_claims
     )
     reading = listener.read(q, 0, THROUGHPUT_AS_LATENCY)
     assert reading.kind == "contradicts" and reading.hit is not None
@@ -67,8 +52,8 @@ def test_a_classic_wrong_claim_in_other_words_is_capped_and_challenged(bank, sco
         "Does more throughput make each request faster? Only the latency percentiles can say.",
     ],
 )
-def test_a_denied_attributed_or_asked_claim_is_not_asserted(bank, scorer, answer: str) -> None:
-    assert scorer.wrong_claims(bank.get("case.benchmark-contract"), answer) == []
+def test_a_denied_attributed_or_asked_claim_is_not_asserted(bank, bank_scorer, answer: str) -> None:
+    assert bank_scorer.wrong_claims(bank.get("case.benchmark-contract"), answer) == []
 
 
 def test_a_clause_close_to_a_wrong_claim_without_its_telling_words_is_not_taken_for_it(bank) -> None:
@@ -91,7 +76,7 @@ def test_a_clause_close_to_a_wrong_claim_without_its_telling_words_is_not_taken_
     assert paraphrased_contradictions(enc, wrong, *args, skip=[claim.name]) == []
 
 
-def test_a_wrong_claim_inside_a_long_sentence_is_compared_on_its_own(bank, scorer) -> None:
+def test_a_wrong_claim_inside_a_long_sentence_is_compared_on_its_own(bank, bank_scorer) -> None:
     """Joined to a method and a consequence, the claim's clause reads unlike it as a whole; cut where the reason
     and the consequence begin (", since", ", so"), the claim stands alone and is found."""
     q = bank.get("case.benchmark-contract")
@@ -100,7 +85,7 @@ def test_a_wrong_claim_inside_a_long_sentence_is_compared_on_its_own(bank, score
         "requests per second also gets each user's request done faster, so throughput is the only figure we need "
         "and percentiles are noise."
     )
-    hits = scorer.wrong_claims(q, answer)
+    hits = bank_scorer.wrong_claims(q, answer)
     assert [h.name for h in hits] == ["throughput equals latency"] and hits[0].sentence == answer
 
 

@@ -13,18 +13,11 @@ import re
 
 import pytest
 
-from interviewer.content import Question, load_bank
+from interviewer.content import Question
 from interviewer.scoring.claims import find_contradictions
-
-from .conftest import REPO
 
 RUN = 5
 _WORD = re.compile(r"[a-z0-9]+")
-
-
-@pytest.fixture(scope="module")
-def bank():
-    return load_bank(REPO)
 
 
 def words(text: str) -> list[str]:

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from interviewer.content import load_bank
 from interviewer.embeddings import HashingEmbedder, MiniLMEmbedder
 from interviewer.errors import InputError
 from interviewer.scoring.batch import grade_file
@@ -21,15 +20,9 @@ from interviewer.scoring.scorer import (
     PUSH_BONUS_MAX,
     RubricScorer,
 )
-from tests.conftest import REPO
 from tests.scoring_samples import ANSWERS, DECODE_ID, LAYOUT_ID, WHY
 
 FIXTURE = Path(__file__).parent / "fixtures" / "grading" / "answers.jsonl"
-
-
-@pytest.fixture(scope="module")
-def bank():
-    return load_bank(REPO)
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,6 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import BaseMessage
 
-from interviewer.content import load_bank
 from interviewer.content.models import Question
 from interviewer.embeddings import HashingEmbedder
 from interviewer.errors import ModelError
@@ -35,16 +34,10 @@ from interviewer.scoring.stages import (
     ReadingInput,
     ReadingVerdict,
 )
-from tests.conftest import REPO
 from tests.scoring_samples import ANSWERS, DECODE_ID
 
 WRONG_PHASES = "Prefill is the bandwidth-bound phase and decode the compute-bound one."
 PHASE_POINT = "main.4"  # "How does the candidate characterise prefill compared with decode?"
-
-
-@pytest.fixture(scope="module")
-def bank():
-    return load_bank(REPO)
 
 
 @pytest.fixture(scope="module")

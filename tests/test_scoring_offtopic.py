@@ -164,7 +164,9 @@ def test_a_genuine_story_is_not_off_topic_for_sharing_little_wording_with_the_ru
     assert scorer.off_topic(q, story) is None  # and the interviewer does not redirect it
 
 
-def test_an_answer_about_something_else_scores_no_higher_for_also_getting_a_key_point_wrong(scorer) -> None:
+def test_an_answer_about_something_else_scores_no_higher_for_also_getting_a_key_point_wrong(
+    bank, bank_scorer
+) -> None:
     """A wrong name the candidate wrote ties the text to the question only through what it gets wrong."""
     from interviewer.scoring.stages import (
         CONTRADICTED_ANSWER_MAX,
@@ -173,9 +175,7 @@ def test_an_answer_about_something_else_scores_no_higher_for_also_getting_a_key_
         ReadingInput,
     )
 
-    bank = load_bank(REPO)
     q = bank.get("phone.hardware.amdahls-law")
-    scorer = RubricScorer(MiniLMEmbedder(), neighbours=list(bank.questions.values()))
     law = next(p for p in q.probes if p.kind == "named" and "Little's law" in p.reject)
 
     def reads_the_wrong_law(asked: ReadingInput) -> list[ReadingFinding]:
@@ -191,9 +191,9 @@ def test_an_answer_about_something_else_scores_no_higher_for_also_getting_a_key_
         "Little's law: the mean number of requests in flight is the arrival rate multiplied by the mean time "
         "each one waits, so a server that sees 200 requests per second at 50 ms holds ten at once."
     )
-    alone = scorer.score(q, [queues])
+    alone = bank_scorer.score(q, [queues])
     assert any(c.status == "off-topic" for c in alone.criteria) and alone.overall <= OFF_TOPIC_MAX
-    wrong = scorer.score(q, [queues], reader=reads_the_wrong_law)
+    wrong = bank_scorer.score(q, [queues], reader=reads_the_wrong_law)
     assert any(c.status == "contradicted" for c in wrong.criteria)  # reported as the wrong claim ...
     assert wrong.overall <= OFF_TOPIC_MAX  # ... and scored no higher than the off-topic answer it also is
     assert any("apart from the wrong claim" in n for n in wrong.notes), wrong.notes
@@ -203,6 +203,6 @@ def test_an_answer_about_something_else_scores_no_higher_for_also_getting_a_key_
         "1 / ((1 - p) + p / N), so 95% parallel never beats 20x. When the problem grows with the workers, "
         "Little's law is the better model."
     )
-    got = scorer.score(q, [on_topic], reader=reads_the_wrong_law)
+    got = bank_scorer.score(q, [on_topic], reader=reads_the_wrong_law)
     assert OFF_TOPIC_MAX < got.overall <= CONTRADICTED_ANSWER_MAX
     assert not any("apart from the wrong claim" in n for n in got.notes)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from interviewer.content import load_bank
-from interviewer.content.models import Probe
+from interviewer.content.models import Contradiction, Probe
 from interviewer.embeddings import HashingEmbedder
 from interviewer.errors import InputError
 from interviewer.llm.fake import ScriptedChatModel
@@ -264,6 +264,45 @@ def test_score_is_the_composition_of_the_stages_over_named_answers(question) -> 
     named = scorer.score(question, Answers(STRONG, "why 1 answer", "", "push answer"), hints=[1])
     assert positional == named
     assert positional.notes[0].startswith("coverage") and positional.adjustments[-1].kind == "hint"
+
+
+def test_the_listeners_reads_build_a_questions_spec_once_and_anew_for_another_question_with_its_id(
+    fixture_bank, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """off_topic and wrong_claims run on every answer the listener reads; an edited question under the same id
+    (a custom question, a test's copy) is read against its own rubric, not the first one's."""
+    built: list[tuple[str, str | None]] = []
+    from_question = RubricSpec.from_question.__func__  # type: ignore[attr-defined]
+
+    def counting(cls, question, reference=None):
+        built.append((question.id, reference))
+        return from_question(cls, question, reference)
+
+    monkeypatch.setattr(RubricSpec, "from_question", classmethod(counting))
+    q = fixture_bank.get("fx.amdahl")
+    claim = "The serial part stops mattering once you add enough workers."
+    scorer = RubricScorer(HashingEmbedder())
+    for _ in range(3):
+        assert scorer.wrong_claims(q, claim) == []
+        scorer.off_topic(q, claim)
+    assert built == [(q.id, None), (q.id, q.model_answer)]
+
+    edited = q.model_copy(
+        update={
+            "contradictions": [
+                Contradiction(
+                    name="serial part vanishes",
+                    claim="the serial fraction stops mattering with enough workers",
+                    any_of=["serial part stops mattering"],
+                    challenge="What does the speedup approach as the worker count grows?",
+                )
+            ]
+        }
+    )
+    assert [h.name for h in scorer.wrong_claims(edited, claim)] == ["serial part vanishes"]
+    assert scorer.off_topic(edited, claim) is None  # a wrong claim of this question: about it, and wrong
+    assert built[2:] == [(q.id, None), (q.id, q.model_answer)]
+    assert scorer.wrong_claims(q, claim) == []  # and the first question is read against its own rubric again
 
 
 def test_grade_file_with_the_truth_judge_merges_its_verdicts(tmp_path: Path) -> None:

@@ -7,17 +7,11 @@ criterion it touches) and a right answer that mentions the same wrong claim only
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from interviewer.content import load_bank
-from interviewer.embeddings import MiniLMEmbedder
 from interviewer.scoring.claims import contradictions_asserted
 from interviewer.scoring.scorer import CONTRADICTED_ANSWER_MAX, OFF_TOPIC_MAX, RubricScorer
 from interviewer.scoring.spec import RubricSpec
-
-REPO = Path(__file__).resolve().parents[1]
 
 # question id -> (criterion the mistake touches, confident wrong answer, right answer that denies the mistake)
 CLASSIC = {
@@ -62,21 +56,11 @@ CLASSIC = {
 }
 
 
-@pytest.fixture(scope="module")
-def bank():
-    return load_bank(REPO)
-
-
-@pytest.fixture(scope="module")
-def scorer(bank) -> RubricScorer:
-    return RubricScorer(MiniLMEmbedder(), neighbours=list(bank.questions.values()))
-
-
 @pytest.mark.parametrize("qid", sorted(CLASSIC))
-def test_the_seeds_classic_mistakes_score_at_most_one_on_their_criterion(bank, scorer, qid: str) -> None:
+def test_the_seeds_classic_mistakes_score_at_most_one_on_their_criterion(bank, bank_scorer, qid: str) -> None:
     criterion, wrong, right = CLASSIC[qid]
     q = bank.get(qid)
-    bad = scorer.score(q, [wrong])
+    bad = bank_scorer.score(q, [wrong])
     touched = next(c for c in bad.criteria if c.criterion == criterion)
     assert touched.level <= 1 and touched.status == "contradicted", touched
     assert touched.contradicted_by and touched.contradicted_by in wrong
@@ -87,13 +71,13 @@ def test_the_seeds_classic_mistakes_score_at_most_one_on_their_criterion(bank, s
     )
     assert any(v.verdict == "contradicted" and v.quote == touched.contradicted_by for v in bad.verdicts)
 
-    good = scorer.score(q, [right])
+    good = bank_scorer.score(q, [right])
     assert not contradictions_asserted(right, q), "denying the classic mistake is not asserting it"
     assert all(c.status != "contradicted" for c in good.criteria)
     assert good.overall > bad.overall + 1.0, (good.overall, bad.overall)
 
 
-def test_an_answer_to_another_question_is_off_topic(bank, scorer) -> None:
+def test_an_answer_to_another_question_is_off_topic(bank, bank_scorer) -> None:
     """A fluent, correct answer to a different question scores <= 0.5 and quotes nothing.
 
     A neighbour on the same topic (two latency-measurement questions of the inference case) shares enough
@@ -105,29 +89,29 @@ def test_an_answer_to_another_question_is_off_topic(bank, scorer) -> None:
     ]
     for asked, answered in pairs:
         q, other = bank.get(asked), bank.get(answered)
-        s = scorer.score(q, [other.model_answer])
+        s = bank_scorer.score(q, [other.model_answer])
         assert s.overall <= OFF_TOPIC_MAX, (asked, answered, s.overall, s.notes)
         assert all(c.status == "off-topic" and not c.evidence for c in s.criteria)
         assert not s.key_points_covered
-        own = scorer.score(q, [q.model_answer])
+        own = bank_scorer.score(q, [q.model_answer])
         assert own.overall >= 2.5, (asked, own.overall, own.notes)
     # Behavioral stories are the hard case (a mentoring story told for "a failure" covers some of its points):
     # see the bank-wide rate below and BENCHMARKS.md.
-    near = scorer.score(
+    near = bank_scorer.score(
         bank.get("case.stage-vs-end-to-end"), [bank.get("case.async-timing-and-warmup").model_answer]
     )
     assert near.overall <= 1.6 and any("capped" in n for n in near.notes), near.notes
 
 
-def test_an_empty_answer_scores_zero_and_says_so(bank, scorer) -> None:
-    s = scorer.score(bank.get("case.stage-vs-end-to-end"), ["   "])
+def test_an_empty_answer_scores_zero_and_says_so(bank, bank_scorer) -> None:
+    s = bank_scorer.score(bank.get("case.stage-vs-end-to-end"), ["   "])
     assert s.overall == 0.0
     assert all(c.level == 0 and c.status == "missing" and "no answer" in c.reason for c in s.criteria)
 
 
-def test_every_criterion_says_why(bank, scorer) -> None:
+def test_every_criterion_says_why(bank, bank_scorer) -> None:
     q = bank.get("case.stage-vs-end-to-end")
-    s = scorer.score(q, [CLASSIC[q.id][2]])
+    s = bank_scorer.score(q, [CLASSIC[q.id][2]])
     for c in s.criteria:
         assert c.status in {"met", "partial", "missing"} and c.reason.startswith(c.status)
         if c.status == "met" and c.evidence:
@@ -135,7 +119,7 @@ def test_every_criterion_says_why(bank, scorer) -> None:
     assert {v.key_point for v in s.verdicts} == set(q.key_points)
 
 
-def test_bank_wide_other_question_answers_sit_at_the_bottom(bank, scorer) -> None:
+def test_bank_wide_other_question_answers_sit_at_the_bottom(bank, bank_scorer) -> None:
     """Forty bank questions (fixed sample), each given another same-round question's model answer.
 
     Measured when written: 31 of 40 (77.5%) scored <= 0.5, mean 0.85; the questions' own model answers scored
@@ -149,16 +133,18 @@ def test_bank_wide_other_question_answers_sit_at_the_bottom(bank, scorer) -> Non
     sample = rng.sample(qs, 40)
     for q in sample:
         other = rng.choice([x for x in qs if x.round == q.round and x.id != q.id])
-        s = scorer.score(q, [other.model_answer]).overall
+        s = bank_scorer.score(q, [other.model_answer]).overall
         low += s <= OFF_TOPIC_MAX
         total += s
-        own_ok += scorer.score(q, [q.model_answer]).overall >= 2.5
+        own_ok += bank_scorer.score(q, [q.model_answer]).overall >= 2.5
     assert low >= 28, f"only {low}/40 other-question answers scored <= {OFF_TOPIC_MAX}"
     assert total / 40 <= 1.0, f"mean {total / 40:.2f} for answers to other questions"
     assert own_ok >= 37, f"only {own_ok}/40 model answers scored >= 2.5"
 
 
-def test_the_report_never_quotes_a_wrong_claim_as_evidence_and_ranks_by_capped_scores(bank, scorer, tmp_path):
+def test_the_report_never_quotes_a_wrong_claim_as_evidence_and_ranks_by_capped_scores(
+    bank, bank_scorer, tmp_path
+):
     """A live round on the real scorer: the confident 2x answer is capped, named as the contradiction, never
     listed as evidence nor as a strongest question."""
     from interviewer.content.loader import Bank
@@ -170,7 +156,7 @@ def test_the_report_never_quotes_a_wrong_claim_as_evidence_and_ranks_by_capped_s
     one = Bank(root=bank.root, questions={q.id: q})
     store = SessionStore(tmp_path / "s.db")
     it = Interview.start(
-        Ports(bank=one, store=store, scorer=scorer, owner="me"), ["inference-case"], per_round=1
+        Ports(bank=one, store=store, scorer=bank_scorer, owner="me"), ["inference-case"], per_round=1
     )
     wrong = CLASSIC[q.id][1]
     for answer in (wrong, "Stages run one after another.", "Nothing really breaks."):
@@ -212,17 +198,19 @@ def test_story_rounds_are_not_judged_by_closeness_to_another_story(bank) -> None
 @pytest.mark.parametrize(
     "qid", ["cpp.api-vs-abi", "inference.kv-cache.prefix-caching", "design.recsys-ranking-serving"]
 )
-def test_a_classic_wrong_claim_alone_is_challenged_and_capped_not_called_off_topic(bank, scorer, qid) -> None:
+def test_a_classic_wrong_claim_alone_is_challenged_and_capped_not_called_off_topic(
+    bank, bank_scorer, qid
+) -> None:
     """A short answer stating only one of the rubric's wrong claims meets nothing of the rubric, but it is about
     the question: the report caps it as a wrong claim and the interviewer challenges it (no redirect)."""
     from interviewer.listen import Listener
 
     q = bank.get(qid)
     answer = f"I'm confident about this one: {q.contradictions[0].any_of[0]}."
-    assert scorer.off_topic(q, answer) is None
-    s = scorer.score(q, [answer])
+    assert bank_scorer.off_topic(q, answer) is None
+    s = bank_scorer.score(q, [answer])
     assert s.overall <= 1.5
     assert not any(n.startswith("off-topic") for n in s.notes), s.notes
     assert any("classic wrong claim" in n for n in s.notes), s.notes
-    listener = Listener(neighbours=list(bank.questions.values()), topic=scorer.off_topic)
+    listener = Listener(neighbours=list(bank.questions.values()), topic=bank_scorer.off_topic)
     assert listener.read(q, 0, answer).kind == "contradicts"

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
-from interviewer.content import Question, load_bank
+from interviewer.content import Question
 
 from .support.traps import TRAPS, load_traps, question_split
 
-REPO = Path(__file__).resolve().parents[1]
 # Rounds whose every non-coding question has a trap file (extend as the set grows; see the closing notes).
 COVERED_ROUNDS = [
     "inference-case",
@@ -25,11 +23,6 @@ COVERED_ROUNDS = [
     "cpp-systems",
 ]
 WORDS = re.compile(r"[a-z0-9]+")
-
-
-@pytest.fixture(scope="module")
-def bank():
-    return load_bank(REPO)
 
 
 def _grams(text: str, n: int = 5) -> set[tuple[str, ...]]:

@@ -158,6 +158,10 @@ class RubricScorer:
         # The reader model's measured agreement (reader_trust.load_trust) when the reader does not carry its
         # own ``trust``: findings act on the score only from MIN_READER_TRUST (see the module docstring).
         self.reader_trust = reader_trust
+        # The listener reads every answer through off_topic and wrong_claims: each question's spec is built
+        # once per (id, with the model answer as reference), and kept with the Question it came from so a
+        # different Question under the same id (an edited or custom one) gets its own.
+        self._specs: dict[tuple[str, bool], tuple[Question, RubricSpec]] = {}
 
     @property
     def encoder(self) -> TextEncoder:
@@ -174,6 +178,16 @@ class RubricScorer:
     @property
     def _stories(self) -> set[str]:
         return self._neighbours.stories
+
+    def _spec(self, question: Question, *, reference: bool = False) -> RubricSpec:
+        """``question``'s spec (with its model answer as the reference when ``reference``), built once."""
+        key = (question.id, reference)
+        held = self._specs.get(key)
+        if held is not None and held[0] is question:
+            return held[1]
+        spec = RubricSpec.from_question(question, reference=question.model_answer if reference else None)
+        self._specs[key] = (question, spec)
+        return spec
 
     # ------------------------------------------------------------------------------------------------
     @native_call()  # embeddings and NumPy on worker threads: not while the interpreter finalizes
@@ -225,7 +239,7 @@ class RubricScorer:
         main = screen(answer or "").text
         if not main.strip():
             return None
-        spec = RubricSpec.from_question(question, reference=question.model_answer)
+        spec = self._spec(question, reference=True)
         if self._wrong_claims(spec, main):
             return None  # one of this question's classic wrong claims: to challenge, not to redirect
         explained, _ = explained_text(main)
@@ -244,7 +258,7 @@ class RubricScorer:
         """The question's classic wrong claims that ``answer`` asserts, in an authored phrasing (the clause reader)
         or in other words (:mod:`interviewer.scoring.paraphrase`): what :meth:`score` caps on, so the interviewer
         challenges exactly what the report will hold against the candidate. Offline, MiniLM only."""
-        return self._wrong_claims(RubricSpec.from_question(question), screen(answer or "").text)
+        return self._wrong_claims(self._spec(question), screen(answer or "").text)
 
     def _wrong_claims(self, spec: RubricSpec, text: str) -> list[ContradictionHit]:
         return stages.wrong_claims(self.encoder, spec, text)
