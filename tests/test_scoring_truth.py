@@ -12,6 +12,7 @@ import pytest
 from interviewer.scoring.claims import contradictions_asserted
 from interviewer.scoring.scorer import CONTRADICTED_ANSWER_MAX, OFF_TOPIC_MAX, RubricScorer
 from interviewer.scoring.spec import RubricSpec
+from interviewer.scoring.stages import GAP_FROM, GAP_UNMET
 
 # question id -> (criterion the mistake touches, confident wrong answer, right answer that denies the mistake)
 CLASSIC = {
@@ -183,6 +184,26 @@ def test_an_answer_that_meets_nothing_of_the_rubric_is_off_topic_below_the_relev
     assert reason(0.15, None, met=True, covered=True) is not None  # absolute relevance still rules
     assert reason(0.60, 0.25, met=True, covered=False) is not None  # closer to another question, no key point
     assert reason(0.60, 0.25, met=True, covered=True) is None
+    # Nearer another question by a smaller gap: off-topic only when nothing of this rubric is met.
+    assert reason(0.60, 0.12, met=False, covered=False) is not None
+    assert reason(0.60, 0.12, met=True, covered=False) is None
+    assert reason(0.60, 0.08, met=False, covered=False) is None
+
+
+def test_an_answer_about_a_neighbouring_question_meeting_none_of_this_one_is_off_topic(
+    bank, bank_scorer
+) -> None:
+    """Asked what fusing three elementwise kernels saves, the candidate explains int8 weight quantization: in the
+    field, nearer another bank question than this one, and nothing of this rubric met."""
+    q = bank.get("gpu.fusion.elementwise-fusion")
+    answer = (
+        "Storing the weights in int8 instead of fp16 halves the bytes they take in memory, and on tensor cores "
+        "the int8 peak is about twice the fp16 peak, so a weight-quantized model can serve larger batches."
+    )
+    gap = bank_scorer._neighbours.gap(bank_scorer.encoder, RubricSpec.from_question(q), answer)
+    assert GAP_UNMET <= gap < GAP_FROM  # only the unmet-rubric gap rule can call it off-topic
+    assert "nothing of the rubric met" in (bank_scorer.off_topic(q, answer) or "")
+    assert bank_scorer.score(q, [answer]).overall <= OFF_TOPIC_MAX
 
 
 def test_story_rounds_are_not_judged_by_closeness_to_another_story(bank) -> None:

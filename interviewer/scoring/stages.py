@@ -77,6 +77,11 @@ GAP_OFF_TOPIC = 0.35
 # there a genuine story shares little wording with the rubric, and on the dev questions of those rounds the rule
 # flagged 10 strong, partial and wrong answers for 6 off-topic ones.
 UNMET_OFF_TOPIC_BELOW = 0.365
+# Closer to another bank question than to its own by this much, and meeting none of its rubric, an answer is
+# about that other question: "pipeline parallelism splits the layers across GPUs" to a question on splitting
+# prefill from decode. Chosen on the trap set's dev questions only: beside the rules above it flags 11 more of
+# their off-topic answers, for 2 partial and 1 wrong answer.
+GAP_UNMET = 0.10
 # Graded against a reference answer alone (no authored key points, no bank, no probes), a terse answer ("log n"
 # for "the height of the tree") shares too few words with anything for a low similarity to mean "about
 # something else": it is scored by calibrated coverage alone, never called off-topic or capped for relevance.
@@ -383,6 +388,8 @@ def off_topic_reason(
     if gap is not None and gap >= GAP_FROM and not covered:
         # closer to another question than to this one, and none of this one's points
         return f"gap {gap:.2f} to another bank question and no key point covered"
+    if gap is not None and gap >= GAP_UNMET and not met:
+        return f"gap {gap:.2f} to another bank question and nothing of the rubric met"
     if relevance < UNMET_OFF_TOPIC_BELOW and not met and not reference_only and not story:
         # about something near this question, but meets none of its rubric
         return f"relevance {relevance:.2f} and nothing of the rubric met"
