@@ -7,28 +7,34 @@ The listener reads each answer before the follow-up; with the scorer's ``wrong_c
 MiniLM pass over the answer's clauses. For the strong and the wrong trap answer (tests/data/traps) of a sample
 of questions, each answer is sent as the first answer to its question, at the engine (Interview.submit and
 Interview.advance, as benchmarks/bench_turn_overhead.py times them, against the stand-in OpenAI-compatible
-server with a fixed first-token delay; no retrieval), in four configurations:
+server with a fixed first-token delay; no retrieval), in six configurations (three listeners, two modes):
 
-- listener: ``shipped`` (claims = the scorer's ``wrong_claims``) or ``without`` (claims = None: the paraphrase
-  reader off; the clause and word readers and the scorer's off-topic rule stay);
+- listener: ``shipped`` (claims = the scorer's ``wrong_claims``), ``claims=None`` (the listener does not ask the
+  scorer for wrong claims; but the scorer's off-topic rule, which the listener still asks about an answer that
+  touches no key point, runs ``wrong_claims`` first, paraphrase reader included), or ``no paraphrase`` (wired as
+  shipped, over a scorer whose wrong-claim reading is the clause reader alone, in its off-topic rule too: the
+  listener as it was before the paraphrase reader);
 - mode: ``pasted`` (sent at once: nothing was read ahead) or ``typed`` (first offered as the page's typing
   handler offers it, ``Interview.prefill`` with the text so far, at every point where it ends a sentence: the
   engine reads the answer ahead there, and the listener remembers the reading; then sent).
 
 Each configuration has its own scorer (its own MiniLM caches, one shared model) and its own listener, so no
-configuration reuses another's reading or vectors; the four run in a rotated order per answer, so drift in
+configuration reuses another's reading or vectors; the six run in a rotated order per answer, so drift in
 the machine's load falls on all of them alike. By default every scorer first reads each sampled question's
 reference answer (the rubric's vectors cached, as in a server that has asked the question before); ``--cold``
 skips that, and the first answer to each question then embeds its rubric at Send (pasted) or while typed.
 
 Printed: per configuration, the median and p90 of Send -> answer stored (the listener's reading is in it) and
-of Send -> first streamed token of the follow-up; per mode, shipped / without; the follow-ups' moves (a wrong
-claim found is challenged with authored text, which streams at once, with no model request); the load average.
+of Send -> first streamed token of the follow-up; per mode, shipped against each other listener (ratios, and the
+median of the per-answer differences, overall, per answer kind, and over the answers whose follow-up was the same
+move: a wrong claim found is challenged with authored text, which streams at once with no model request); the
+follow-ups' moves; the load average.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import shlex
@@ -50,13 +56,15 @@ from interviewer.engine.ahead import _SENTENCE_END  # noqa: E402
 from interviewer.listen import Listener  # noqa: E402
 from interviewer.llm.client import ChatPort  # noqa: E402
 from interviewer.llm.standin import Behaviour, StandinServer  # noqa: E402
+from interviewer.scoring.claims import ContradictionHit, find_contradictions  # noqa: E402
 from interviewer.scoring.scorer import RubricScorer  # noqa: E402
+from interviewer.scoring.spec import RubricSpec  # noqa: E402
 from interviewer.session import Interview, Ports  # noqa: E402
 from interviewer.store import SessionStore  # noqa: E402
 from tests.support.candidates import pct  # noqa: E402
 from tests.support.traps import load_traps  # noqa: E402
 
-LISTENERS = ("shipped", "without")
+LISTENERS = ("shipped", "claims=None", "no paraphrase")
 MODES = ("pasted", "typed")
 
 
@@ -66,6 +74,14 @@ def offers(answer: str) -> list[str]:
     answer comes last (the text the candidate sees when pressing Send), read or only prefilled."""
     cuts = [answer[: i + 1] for i in range(len(answer) - 1) if _SENTENCE_END.search(answer[: i + 1])]
     return [*cuts, answer]
+
+
+class ClauseReaderScorer(RubricScorer):
+    """The scorer with the paraphrase reader off: a wrong claim only in an authored phrasing (the clause
+    reader), in its off-topic rule as well."""
+
+    def _wrong_claims(self, spec: RubricSpec, text: str) -> list[ContradictionHit]:
+        return find_contradictions(text, spec.contradictions)
 
 
 def listener_over(bank: Bank, scorer: RubricScorer, *, claims: bool) -> Listener:
@@ -79,12 +95,13 @@ def listener_over(bank: Bank, scorer: RubricScorer, *, claims: bool) -> Listener
 
 @dataclass
 class Config:
-    listener: str  # "shipped" or "without"
+    listener: str  # one of LISTENERS
     mode: str  # "pasted" or "typed"
     ports: Ports
     scorer: RubricScorer
     stored_ms: list[float] = field(default_factory=list)
     first_ms: list[float] = field(default_factory=list)
+    kinds: list[str] = field(default_factory=list)  # each answer's kind (strong, wrong), in the order sent
     moves_each: list[str] = field(default_factory=list)  # each answer's follow-up, in the order sent
 
     @property
@@ -113,6 +130,30 @@ def measure(cfg: Config, port: ChatPort, q: Question, answer: str) -> tuple[floa
     return stored * 1000, first * 1000, f"{move} ({source})"
 
 
+def compare(ship: Config, other: Config) -> list[str]:
+    """Table cells: ``ship`` against ``other`` over the same answers (ratios of medians, and medians of the
+    per-answer differences: all, strong, wrong, and where both asked the same kind of follow-up)."""
+    med = statistics.median
+    diff = [a - b for a, b in zip(ship.first_ms, other.first_ms, strict=True)]
+
+    def of(keep: list[bool]) -> str:
+        kept = [d for d, k in zip(diff, keep, strict=True) if k]
+        return f"{med(kept):+.0f}" if kept else "n/a"
+
+    # A wrong claim found by one reader only is challenged with authored text, streamed with no model request:
+    # not the same work after the reading.
+    same = [a == b for a, b in zip(ship.moves_each, other.moves_each, strict=True)]
+    return [
+        f"{med(ship.stored_ms) / med(other.stored_ms):.2f}",
+        f"{med(ship.first_ms) / med(other.first_ms):.2f}",
+        f"{pct(ship.first_ms, 90) / pct(other.first_ms, 90):.2f}",
+        of([True] * len(diff)),
+        of([k == "strong" for k in ship.kinds]),
+        of([k == "wrong" for k in ship.kinds]),
+        f"{of(same)} ({sum(same)})",
+    ]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument(
@@ -120,6 +161,9 @@ def main() -> int:
     )
     ap.add_argument("--seed", type=int, default=0, help="which questions are sampled")
     ap.add_argument("--cold", action="store_true", help="no rubric vectors cached before the first answer")
+    ap.add_argument(
+        "--jsonl", type=Path, default=None, help="write one line per Send (answer, configuration, ms)"
+    )
     args = ap.parse_args()
     print(f"$ {shlex.join([sys.executable, *sys.argv])}")
     load = os.getloadavg()
@@ -136,9 +180,10 @@ def main() -> int:
         configs: list[Config] = []
         for name in LISTENERS:
             for mode in MODES:
-                scorer = RubricScorer(neighbours=list(bank.questions.values()))
+                kind_of = ClauseReaderScorer if name == "no paraphrase" else RubricScorer
+                scorer = kind_of(neighbours=list(bank.questions.values()))
                 scorer.warm()
-                listener = listener_over(bank, scorer, claims=name == "shipped")
+                listener = listener_over(bank, scorer, claims=name != "claims=None")
                 ports = Ports(bank=bank, store=store, model=port, listener=listener, owner="bench")
                 configs.append(Config(name, mode, ports, scorer))
         if not args.cold:
@@ -156,16 +201,24 @@ def main() -> int:
             a = traps[qid].answers
             pair = [("strong", a.strong), ("wrong", a.wrong.text)]
             answers += [(bank.get(qid), kind, text) for kind, text in (pair if i % 2 else pair[::-1])]
+        rows: list[dict[str, object]] = []
         started = time.perf_counter()
-        for n, (q, _kind, text) in enumerate(answers):
+        for n, (q, kind, text) in enumerate(answers):
             order = configs[n % len(configs) :] + configs[: n % len(configs)]
             for cfg in order:
                 stored, first, move = measure(cfg, port, q, text)
                 cfg.stored_ms.append(stored)
                 cfg.first_ms.append(first)
                 cfg.moves_each.append(move)
+                cfg.kinds.append(kind)
+                rows.append(
+                    {"qid": q.id, "answer": kind, "listener": cfg.listener, "mode": cfg.mode}
+                    | {"stored_ms": round(stored, 1), "first_ms": round(first, 1), "move": move}
+                )
         took = time.perf_counter() - started
         store.close()
+    if args.jsonl is not None:
+        args.jsonl.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     load = os.getloadavg()
     print(
         f"\n{len(answers)} answers ({len(sample)} questions x strong, wrong), each sent in every configuration; "
@@ -184,23 +237,14 @@ def main() -> int:
             f"{statistics.median(f):.0f} | {pct(f, 90):.0f} |"
         )
     print(
-        "\n| mode | stored p50 shipped / without | first token p50 shipped / without | p90 shipped / without "
-        "| first token, paired difference p50 (ms) | same follow-up in both: n, paired difference p50 (ms) |"
+        "\n| mode | shipped vs | stored p50 ratio | first token p50 ratio | p90 ratio | first token, paired "
+        "difference p50 (ms): all | strong | wrong | same follow-up (n) |"
     )
-    print("|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     for mode in MODES:
-        ship, off = (next(c for c in configs if c.listener == n and c.mode == mode) for n in LISTENERS)
-        diff = [a - b for a, b in zip(ship.first_ms, off.first_ms, strict=True)]
-        # A wrong claim found only with the paraphrase reader is challenged with authored text, streamed with no
-        # model request: those answers' follow-ups are not the same work, so they are left out here.
-        same = [d for d, a, b in zip(diff, ship.moves_each, off.moves_each, strict=True) if a == b]
-        ratio = statistics.median(ship.stored_ms) / statistics.median(off.stored_ms)
-        print(
-            f"| {mode} | {ratio:.2f} | "
-            f"{statistics.median(ship.first_ms) / statistics.median(off.first_ms):.2f} | "
-            f"{pct(ship.first_ms, 90) / pct(off.first_ms, 90):.2f} | {statistics.median(diff):+.0f} | "
-            f"{len(same)}, {statistics.median(same) if same else float('nan'):+.0f} |"
-        )
+        ship = next(c for c in configs if c.listener == "shipped" and c.mode == mode)
+        for other in (c for c in configs if c.listener != "shipped" and c.mode == mode):
+            print(f"| {mode} | {other.listener} | " + " | ".join(compare(ship, other)) + " |")
     print("\nfollow-ups (move, source of its text):")
     for cfg in configs:
         print(f"  {cfg.name}: " + ", ".join(f"{m} {k}" for m, k in cfg.moves.most_common()))
