@@ -1,6 +1,6 @@
 """Send to the first follow-up token: what the listener's wrong-claim reading adds, pasted or typed.
 
-Run: ``nice -n 10 .venv/bin/python benchmarks/bench_listen_send.py [--questions 30] [--seed 0] [--cold]``
+Run: ``nice -n 10 .venv/bin/python benchmarks/bench_listen_send.py [--questions 30] [--seed 0] [--cold] [--no-final-stop]``
 
 The listener reads each answer before the follow-up; with the scorer's ``wrong_claims`` (as the app wires it in
 ``Runtime.listener``) that reading includes the paraphrase reader (:mod:`interviewer.scoring.paraphrase`), a
@@ -23,12 +23,15 @@ configuration reuses another's reading or vectors; the six run in a rotated orde
 the machine's load falls on all of them alike. By default every scorer first reads each sampled question's
 reference answer (the rubric's vectors cached, as in a server that has asked the question before); ``--cold``
 skips that, and the first answer to each question then embeds its rubric at Send (pasted) or while typed.
+``--no-final-stop`` sends every answer without its last full stop, as candidates often type: the text at Send
+then ends no sentence, so the typed answer's last reading ahead is of its text up to the previous sentence.
 
-Printed: per configuration, the median and p90 of Send -> answer stored (the listener's reading is in it) and
-of Send -> first streamed token of the follow-up; per mode, shipped against each other listener (ratios, and the
-median of the per-answer differences, overall, per answer kind, and over the answers whose follow-up was the same
-move: a wrong claim found is challenged with authored text, which streams at once with no model request); the
-follow-ups' moves; the load average.
+Printed: per configuration, the median and p90 of Send -> answer stored (the listener's reading is in it), of
+Send -> the first streamed text of the reply (after an answer that got somewhere, the listener's acknowledgement,
+"Right.", streams before the model starts) and of Send -> the follow-up's own first text; per mode, shipped
+against each other listener (ratios, and the median of the per-answer differences, overall, per answer kind, and
+over the answers whose follow-up was the same move: a wrong claim found is challenged with authored text, which
+streams at once with no model request); the follow-ups' moves; the load average.
 """
 
 from __future__ import annotations
@@ -50,7 +53,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from benchmarks.bench_turn_overhead import FIRST_TOKEN_DELAY, engine_over, send_to_first_token  # noqa: E402
+from benchmarks.bench_turn_overhead import FIRST_TOKEN_DELAY, engine_over, send_and_stream  # noqa: E402
 from interviewer.content import Bank, Question  # noqa: E402
 from interviewer.engine.ahead import _SENTENCE_END  # noqa: E402
 from interviewer.listen import Listener  # noqa: E402
@@ -101,6 +104,7 @@ class Config:
     scorer: RubricScorer
     stored_ms: list[float] = field(default_factory=list)
     first_ms: list[float] = field(default_factory=list)
+    question_ms: list[float] = field(default_factory=list)
     kinds: list[str] = field(default_factory=list)  # each answer's kind (strong, wrong), in the order sent
     moves_each: list[str] = field(default_factory=list)  # each answer's follow-up, in the order sent
 
@@ -113,8 +117,19 @@ class Config:
         return f"{self.listener}, {self.mode}"
 
 
-def measure(cfg: Config, port: ChatPort, q: Question, answer: str) -> tuple[float, float, str]:
-    """One Send of ``answer`` as the first answer to ``q``: (ms to stored, ms to first token, the move)."""
+@dataclass(frozen=True)
+class Sent:
+    """One Send, in ms from Send: the answer stored (read), the first text streamed (an acknowledgement such as
+    "Right." when the listener gives one: it streams before the model starts), the follow-up's own first text."""
+
+    stored: float
+    first: float
+    question: float
+    move: str
+
+
+def measure(cfg: Config, port: ChatPort, q: Question, answer: str) -> Sent:
+    """One Send of ``answer`` as the first answer to ``q``."""
     it = Interview.start(cfg.ports, [q.round], question_ids=[q.id], per_round=1)
     it.advance_all()
     if cfg.mode == "typed":
@@ -123,34 +138,42 @@ def measure(cfg: Config, port: ChatPort, q: Question, answer: str) -> tuple[floa
     prefiller = port.prefiller
     if prefiller is not None:  # the prompt read ahead has reached the server, as by the time Send is pressed
         prefiller.wait_idle()
-    stored, first = send_to_first_token(it, answer)
+    stored, snapshots = send_and_stream(it, answer)
     said = next(t for t in reversed(it.state.turns) if t.role == "candidate")
-    move = str(said.meta.get("plan", {}).get("move", "none"))
-    source = str(it.state.turns[-1].meta.get("source", "?"))
-    return stored * 1000, first * 1000, f"{move} ({source})"
+    plan = said.meta.get("plan", {})
+    ack = str(plan.get("ack") or "").strip()
+    move = f"{plan.get('move', 'none')} ({it.state.turns[-1].meta.get('source', '?')})"
+    first = snapshots[0][0] if snapshots else stored
+    question = next((s for s, text in snapshots if text.strip() and text.strip() != ack), first)
+    return Sent(stored * 1000, first * 1000, question * 1000, move)
+
+
+def paired(ship: list[float], other: list[float], keep: list[bool]) -> str:
+    """The median per-answer difference ``ship`` - ``other`` over the answers kept (ms, signed)."""
+    kept = [a - b for a, b, k in zip(ship, other, keep, strict=True) if k]
+    return f"{statistics.median(kept):+.0f}" if kept else "n/a"
 
 
 def compare(ship: Config, other: Config) -> list[str]:
-    """Table cells: ``ship`` against ``other`` over the same answers (ratios of medians, and medians of the
-    per-answer differences: all, strong, wrong, and where both asked the same kind of follow-up)."""
+    """Table cells: ``ship`` against ``other`` over the same answers: the ratios of the first text's median and
+    p90, then medians of the per-answer differences of the first text (all answers, strong, wrong, those whose
+    follow-up was the same in both) and of the reading (strong, wrong)."""
     med = statistics.median
-    diff = [a - b for a, b in zip(ship.first_ms, other.first_ms, strict=True)]
-
-    def of(keep: list[bool]) -> str:
-        kept = [d for d, k in zip(diff, keep, strict=True) if k]
-        return f"{med(kept):+.0f}" if kept else "n/a"
-
+    every = [True] * len(ship.kinds)
+    strong = [k == "strong" for k in ship.kinds]
+    wrong = [k == "wrong" for k in ship.kinds]
     # A wrong claim found by one reader only is challenged with authored text, streamed with no model request:
     # not the same work after the reading.
     same = [a == b for a, b in zip(ship.moves_each, other.moves_each, strict=True)]
     return [
-        f"{med(ship.stored_ms) / med(other.stored_ms):.2f}",
         f"{med(ship.first_ms) / med(other.first_ms):.2f}",
         f"{pct(ship.first_ms, 90) / pct(other.first_ms, 90):.2f}",
-        of([True] * len(diff)),
-        of([k == "strong" for k in ship.kinds]),
-        of([k == "wrong" for k in ship.kinds]),
-        f"{of(same)} ({sum(same)})",
+        paired(ship.first_ms, other.first_ms, every),
+        paired(ship.first_ms, other.first_ms, strong),
+        paired(ship.first_ms, other.first_ms, wrong),
+        f"{paired(ship.first_ms, other.first_ms, same)} ({sum(same)})",
+        paired(ship.stored_ms, other.stored_ms, strong),
+        paired(ship.stored_ms, other.stored_ms, wrong),
     ]
 
 
@@ -161,6 +184,11 @@ def main() -> int:
     )
     ap.add_argument("--seed", type=int, default=0, help="which questions are sampled")
     ap.add_argument("--cold", action="store_true", help="no rubric vectors cached before the first answer")
+    ap.add_argument(
+        "--no-final-stop",
+        action="store_true",
+        help="send each answer without its last full stop (typed: its last sentence is never read ahead)",
+    )
     ap.add_argument(
         "--jsonl", type=Path, default=None, help="write one line per Send (answer, configuration, ms)"
     )
@@ -200,20 +228,24 @@ def main() -> int:
         for i, qid in enumerate(sample):
             a = traps[qid].answers
             pair = [("strong", a.strong), ("wrong", a.wrong.text)]
+            if args.no_final_stop:
+                pair = [(kind, text.rstrip().rstrip(".?!")) for kind, text in pair]
             answers += [(bank.get(qid), kind, text) for kind, text in (pair if i % 2 else pair[::-1])]
         rows: list[dict[str, object]] = []
         started = time.perf_counter()
         for n, (q, kind, text) in enumerate(answers):
             order = configs[n % len(configs) :] + configs[: n % len(configs)]
             for cfg in order:
-                stored, first, move = measure(cfg, port, q, text)
-                cfg.stored_ms.append(stored)
-                cfg.first_ms.append(first)
-                cfg.moves_each.append(move)
+                sent = measure(cfg, port, q, text)
+                cfg.stored_ms.append(sent.stored)
+                cfg.first_ms.append(sent.first)
+                cfg.question_ms.append(sent.question)
+                cfg.moves_each.append(sent.move)
                 cfg.kinds.append(kind)
                 rows.append(
                     {"qid": q.id, "answer": kind, "listener": cfg.listener, "mode": cfg.mode}
-                    | {"stored_ms": round(stored, 1), "first_ms": round(first, 1), "move": move}
+                    | {k: round(v, 1) for k, v in vars(sent).items() if k != "move"}
+                    | {"move": sent.move}
                 )
         took = time.perf_counter() - started
         store.close()
@@ -222,25 +254,30 @@ def main() -> int:
     load = os.getloadavg()
     print(
         f"\n{len(answers)} answers ({len(sample)} questions x strong, wrong), each sent in every configuration; "
-        f"rubric vectors {'cold' if args.cold else 'cached'}; stand-in first token {FIRST_TOKEN_DELAY * 1000:.0f} "
+        f"rubric vectors {'cold' if args.cold else 'cached'}; "
+        f"{'no' if args.no_final_stop else 'with its'} final full stop; stand-in first token {FIRST_TOKEN_DELAY * 1000:.0f} "
         f"ms; {took:.0f} s"
     )
     print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} at end\n")
     print(
-        "| listener, mode | Send -> stored p50 (ms) | p90 | Send -> first token p50 (ms) | p90 |\n"
-        "|---|---|---|---|---|"
+        "Send -> stored: the answer read and stored. Send -> first text: the first streamed text of the reply (an "
+        "acknowledgement, when the listener gives one, streams first); Send -> follow-up: its own first text.\n"
+    )
+    print(
+        "| listener, mode | Send -> stored p50 (ms) | p90 | Send -> first text p50 (ms) | p90 "
+        "| Send -> follow-up p50 (ms) | p90 |\n|---|---|---|---|---|---|---|"
     )
     for cfg in configs:
-        s, f = cfg.stored_ms, cfg.first_ms
-        print(
-            f"| {cfg.name} | {statistics.median(s):.0f} | {pct(s, 90):.0f} | "
-            f"{statistics.median(f):.0f} | {pct(f, 90):.0f} |"
-        )
+        cells = [
+            f"{statistics.median(v):.0f} | {pct(v, 90):.0f}"
+            for v in (cfg.stored_ms, cfg.first_ms, cfg.question_ms)
+        ]
+        print(f"| {cfg.name} | " + " | ".join(cells) + " |")
     print(
-        "\n| mode | shipped vs | stored p50 ratio | first token p50 ratio | p90 ratio | first token, paired "
-        "difference p50 (ms): all | strong | wrong | same follow-up (n) |"
+        "\n| mode | shipped vs | first text p50 ratio | p90 ratio | first text, paired difference p50 (ms): all "
+        "| strong | wrong | same follow-up (n) | reading, paired difference p50 (ms): strong | wrong |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for mode in MODES:
         ship = next(c for c in configs if c.listener == "shipped" and c.mode == mode)
         for other in (c for c in configs if c.listener != "shipped" and c.mode == mode):

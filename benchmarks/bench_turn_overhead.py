@@ -71,17 +71,19 @@ def engine_over(srv: StandinServer) -> tuple[Bank, ChatPort]:
     return load_bank(settings.content_dir), build_port(settings, base_url=srv.base_url, model="standin")
 
 
-def send_to_first_token(it: Interview, answer: str) -> tuple[float, float]:
+def send_and_stream(it: Interview, answer: str) -> tuple[float, list[tuple[float, str]]]:
     """Send ``answer`` and stream the interviewer's next message to its end: seconds from Send to the answer
-    stored (read by the listener), and to the first streamed text of the next message."""
+    stored (read by the listener), and each streamed snapshot of the next message (seconds from Send, text)."""
     t = time.perf_counter()
     it.submit(answer)
     stored = time.perf_counter() - t
-    first = None
-    for _ in it.advance():
-        if first is None:
-            first = time.perf_counter() - t
-    return stored, first if first is not None else time.perf_counter() - t
+    return stored, [(time.perf_counter() - t, text) for text in it.advance()]
+
+
+def send_to_first_token(it: Interview, answer: str) -> tuple[float, float]:
+    """Seconds from Send to the answer stored, and to the first streamed text of the interviewer's next message."""
+    stored, snapshots = send_and_stream(it, answer)
+    return stored, snapshots[0][0] if snapshots else stored
 
 
 def engine_overhead(srv: StandinServer, turns: int) -> tuple[list[float], int]:
