@@ -26,7 +26,7 @@ skips that, and the first answer to each question then embeds its rubric at Send
 ``--no-final-stop`` sends every answer without its last full stop, as candidates often type: the text at Send
 then ends no sentence, so the typed answer's last reading ahead is of its text up to the previous sentence.
 
-Printed: per configuration, the median and p90 of Send -> answer stored (the listener's reading is in it), of
+Printed: per configuration (all answers, strong, wrong), the median and p90 of Send -> answer stored (the listener's reading is in it), of
 Send -> the first streamed text of the reply (after an answer that got somewhere, the listener's acknowledgement,
 "Right.", streams before the model starts) and of Send -> the follow-up's own first text; per mode, shipped
 against each other listener (ratios, and the median of the per-answer differences, overall, per answer kind, and
@@ -264,15 +264,20 @@ def main() -> int:
         "acknowledgement, when the listener gives one, streams first); Send -> follow-up: its own first text.\n"
     )
     print(
-        "| listener, mode | Send -> stored p50 (ms) | p90 | Send -> first text p50 (ms) | p90 "
-        "| Send -> follow-up p50 (ms) | p90 |\n|---|---|---|---|---|---|---|"
+        "| listener, mode | answers | Send -> stored p50 (ms) | p90 | Send -> first text p50 (ms) | p90 "
+        "| Send -> follow-up p50 (ms) | p90 |\n|---|---|---|---|---|---|---|---|"
     )
+    # Per answer kind too: a strong answer touches the rubric's key points and skips the off-topic rule, a wrong
+    # one mostly does not, so the two read at very different costs and a median over both falls between them.
     for cfg in configs:
-        cells = [
-            f"{statistics.median(v):.0f} | {pct(v, 90):.0f}"
-            for v in (cfg.stored_ms, cfg.first_ms, cfg.question_ms)
-        ]
-        print(f"| {cfg.name} | " + " | ".join(cells) + " |")
+        for kind in ("all", "strong", "wrong"):
+            keep = [kind in ("all", k) for k in cfg.kinds]
+            cells = [
+                f"{statistics.median(kept):.0f} | {pct(kept, 90):.0f}"
+                for v in (cfg.stored_ms, cfg.first_ms, cfg.question_ms)
+                for kept in [[x for x, k in zip(v, keep, strict=True) if k]]
+            ]
+            print(f"| {cfg.name} | {kind} | " + " | ".join(cells) + " |")
     print(
         "\n| mode | shipped vs | first text p50 ratio | p90 ratio | first text, paired difference p50 (ms): all "
         "| strong | wrong | same follow-up (n) | reading, paired difference p50 (ms): strong | wrong |"
