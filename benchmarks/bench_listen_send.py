@@ -26,12 +26,13 @@ skips that, and the first answer to each question then embeds its rubric at Send
 ``--no-final-stop`` sends every answer without its last full stop, as candidates often type: the text at Send
 then ends no sentence, so the typed answer's last reading ahead is of its text up to the previous sentence.
 
-Printed: per configuration (all answers, strong, wrong), the median and p90 of Send -> answer stored (the listener's reading is in it), of
-Send -> the first streamed text of the reply (after an answer that got somewhere, the listener's acknowledgement,
-"Right.", streams before the model starts) and of Send -> the follow-up's own first text; per mode, shipped
-against each other listener (ratios, and the median of the per-answer differences, overall, per answer kind, and
-over the answers whose follow-up was the same move: a wrong claim found is challenged with authored text, which
-streams at once with no model request); the follow-ups' moves; the load average.
+Printed: per configuration (all answers, strong, wrong), the median and p90 of Send -> answer stored (the
+listener's reading is in it), of Send -> the first streamed text of the reply (after an answer that got
+somewhere, the listener's acknowledgement, "Right.", streams before the model starts) and of Send -> the
+follow-up's own first text; per mode, shipped against each other listener (ratios, and the median of the
+per-answer differences, overall, per answer kind, and over the answers whose follow-up was the same move: a wrong
+claim found is challenged with authored text, which streams at once with no model request); the follow-ups'
+moves; the load average.
 """
 
 from __future__ import annotations
