@@ -35,8 +35,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import openai  # noqa: E402
 
 from interviewer.config import load_settings  # noqa: E402
-from interviewer.content import load_bank  # noqa: E402
-from interviewer.llm.client import build_port  # noqa: E402
+from interviewer.content import Bank, load_bank  # noqa: E402
+from interviewer.llm.client import ChatPort, build_port  # noqa: E402
 from interviewer.llm.standin import Behaviour, StandinServer  # noqa: E402
 from interviewer.session import Interview, Ports  # noqa: E402
 from interviewer.store import SessionStore  # noqa: E402
@@ -65,10 +65,29 @@ def _as_dicts(messages: list[Any]) -> list[dict[str, Any]]:
     return [{"role": roles[m.type], "content": m.content} for m in messages]
 
 
-def engine_overhead(srv: StandinServer, turns: int) -> tuple[list[float], int]:
+def engine_over(srv: StandinServer) -> tuple[Bank, ChatPort]:
+    """The bank and a model port on the stand-in server, as the engine benchmarks use them."""
     settings = load_settings(base_url=srv.base_url)
-    bank = load_bank(settings.content_dir)
-    port = build_port(settings, base_url=srv.base_url, model="standin")
+    return load_bank(settings.content_dir), build_port(settings, base_url=srv.base_url, model="standin")
+
+
+def send_and_stream(it: Interview, answer: str) -> tuple[float, list[tuple[float, str]]]:
+    """Send ``answer`` and stream the interviewer's next message to its end: seconds from Send to the answer
+    stored (read by the listener), and each streamed snapshot of the next message (seconds from Send, text)."""
+    t = time.perf_counter()
+    it.submit(answer)
+    stored = time.perf_counter() - t
+    return stored, [(time.perf_counter() - t, text) for text in it.advance()]
+
+
+def send_to_first_token(it: Interview, answer: str) -> tuple[float, float]:
+    """Seconds from Send to the answer stored, and to the first streamed text of the interviewer's next message."""
+    stored, snapshots = send_and_stream(it, answer)
+    return stored, snapshots[0][0] if snapshots else stored
+
+
+def engine_overhead(srv: StandinServer, turns: int) -> tuple[list[float], int]:
+    bank, port = engine_over(srv)
     out: list[float] = []
     rejected = 0
     with tempfile.TemporaryDirectory() as d:
@@ -78,21 +97,17 @@ def engine_overhead(srv: StandinServer, turns: int) -> tuple[list[float], int]:
             it = Interview.start(ports, ["phone-screen"], per_round=3)
             it.advance_all()
             for level in (1, 2):
-                t = time.perf_counter()
-                it.submit(
-                    f"Answer at level {level - 1}: the serial part and memory bandwidth bound the speedup."
+                _, first = send_to_first_token(
+                    it,
+                    f"Answer at level {level - 1}: the serial part and memory bandwidth bound the speedup.",
                 )
-                first = None
-                for _ in it.advance():
-                    if first is None:
-                        first = time.perf_counter() - t
                 rejected += it.state.turns[-1].meta.get("source") != "model"  # timed all the same
                 q = it.question
                 assert q is not None
                 # Replay the prompt the engine just sent (rebuilt the same way, before the follow-up was asked).
                 msgs = srv.stats.prompts[-1]
                 raw = raw_first_token(srv.base_url, msgs)
-                out.append((first or 0.0) - raw)
+                out.append(first - raw)
         store.close()
     return out, rejected
 
