@@ -78,8 +78,8 @@ GAP_OFF_TOPIC = 0.35
 # flagged 10 strong, partial and wrong answers for 6 off-topic ones.
 UNMET_OFF_TOPIC_BELOW = 0.365
 # Closer to another bank question than to its own by this much, and meeting none of its rubric, an answer is
-# about that other question: "pipeline parallelism splits the layers across GPUs" to a question on splitting
-# prefill from decode. Chosen on the trap set's dev questions only: with it the rules flag 85 of their 109
+# about that other question: int8 weight quantization explained to a question on what fusing three elementwise
+# kernels saves. Chosen on the trap set's dev questions only: with it the rules flag 85 of their 109
 # off-topic answers (74 without), and 3 partial and 3 wrong ones (2 and 2 without).
 GAP_UNMET = 0.10
 # Graded against a reference answer alone (no authored key points, no bank, no probes), a terse answer ("log n"
