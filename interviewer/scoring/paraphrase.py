@@ -107,17 +107,19 @@ def paraphrased_contradictions(
     said, wrong, true = np.split(vecs, [len(own), len(own) + len(phrasings)])
     to_wrong = said @ wrong.T
     to_right = (said @ true.T).max(axis=1) if len(truths) else np.full(len(own), -1.0)
+    # what each phrasing asks of a clause, worked out once: its negation parity, telling words and numbers
+    asks = [(_polarity(p), stems(p) - known, _numbers(p)) for _, p in phrasings]
     best: dict[str, tuple[float, int]] = {}
     for i, clause in enumerate(own):
         words, polarity = stems(clause.text), _polarity(clause.text)
-        for j, (c, phrase) in enumerate(phrasings):
+        for j, (c, _) in enumerate(phrasings):
             sim = float(to_wrong[i, j])
-            if sim < SIMILAR or sim - float(to_right[i]) < CLOSER_BY or polarity != _polarity(phrase):
+            phrase_polarity, telling, numbers = asks[j]
+            if sim < SIMILAR or sim - float(to_right[i]) < CLOSER_BY or polarity != phrase_polarity:
                 continue
-            telling = stems(phrase) - known
             if not telling or len(telling & words) < TELLING_SHARE * len(telling):
                 continue
-            if not _states_numbers(clause.text, _numbers(phrase)):
+            if not _states_numbers(clause.text, numbers):
                 continue
             if c.name not in best or sim > best[c.name][0]:
                 best[c.name] = (sim, i)
