@@ -208,6 +208,36 @@ def _crit(level: int, method: str = "coverage") -> CriterionScore:
     return CriterionScore(criterion="bandwidth estimate", level=level, method=method)  # type: ignore[arg-type]
 
 
+def test_an_answer_placed_elsewhere_scores_zero_and_one_only_dissimilar_keeps_the_hedge_cap(
+    enc, cal, spec
+) -> None:
+    """The relative rules (nearer another bank question, or nothing of the rubric met) decide what an answer is
+    about, so it scores 0 like its zeroed criteria; the absolute rule alone (low similarity, nothing compared)
+    can catch a real answer in unusual words, so it keeps the 0.5 cap."""
+    cov = stages.coverage(enc, cal, spec, _seen("I like hiking in the mountains on weekends.")).result
+    low = stages.similarity(cov)
+    assert low < stages.OFF_TOPIC_BELOW
+    alone = stages.relevance(cov, None, exempt=False, covered=False, met=True, reference_only=True)
+    assert alone.off_topic and not alone.elsewhere and alone.off_topic_max == stages.OFF_TOPIC_MAX == 0.5
+    placed = stages.relevance(cov, stages.GAP_OFF_TOPIC, exempt=False, covered=False, met=True)
+    assert placed.off_topic and placed.elsewhere and placed.off_topic_max == stages.ELSEWHERE_MAX == 0
+    unmet = stages.relevance(cov, None, exempt=False, covered=False, met=False)
+    assert unmet.elsewhere  # meets nothing of the rubric: the unmet-rubric rule holds too
+    kw = {"wrong_claim": False, "answered": True, "off_topic": True, "passed": None}
+    assert stages.caps(3.0, rel=alone, **kw)[0] == 0.5
+    assert stages.caps(3.0, rel=placed, **kw)[0] == 0
+    # a wrong claim in an answer placed elsewhere scores no higher than the off-topic answer it also is
+    wrong = {"wrong_claim": True, "answered": True, "off_topic": False, "passed": None}
+    rel = stages.Relevance(value=1.0)
+    assert stages.caps(3.0, rel=rel, wrong_only=placed, **wrong)[0] == 0
+    assert stages.caps(3.0, rel=rel, wrong_only=alone, **wrong)[0] == 0.5
+    assert stages.caps(3.0, rel=rel, **wrong)[0] == stages.CONTRADICTED_ANSWER_MAX
+    # a right answer a little nearer another question: not off-topic at all
+    right = stages.coverage(enc, cal, spec, _seen(STRONG)).result
+    near = stages.relevance(right, stages.GAP_UNMET / 2, exempt=False, covered=True, met=True)
+    assert not near.off_topic and not near.elsewhere
+
+
 def test_caps_for_wrong_claims_empty_and_off_topic_answers() -> None:
     rel = stages.Relevance(value=1.0)
     overall, notes = stages.caps(3.5, wrong_claim=True, answered=True, off_topic=False, passed=None, rel=rel)

@@ -203,7 +203,10 @@ def test_an_answer_about_a_neighbouring_question_meeting_none_of_this_one_is_off
     gap = bank_scorer._neighbours.gap(bank_scorer.encoder, RubricSpec.from_question(q), answer)
     assert GAP_UNMET <= gap < GAP_FROM  # only the unmet-rubric gap rule can call it off-topic
     assert "nothing of the rubric met" in (bank_scorer.off_topic(q, answer) or "")
-    assert bank_scorer.score(q, [answer]).overall <= OFF_TOPIC_MAX
+    got = bank_scorer.score(q, [answer])
+    assert got.overall == 0 and all(c.status == "off-topic" for c in got.criteria), (
+        got.notes
+    )  # placed elsewhere
 
 
 def test_story_rounds_are_not_judged_by_closeness_to_another_story(bank) -> None:

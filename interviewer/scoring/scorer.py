@@ -13,10 +13,11 @@ How the methods combine (every score's ``notes`` spell out the numbers):
 - truth caps (:mod:`interviewer.scoring.claims`): an answer that asserts one of the rubric's classic wrong
   claims has the criterion it touches capped at level 1 (every criterion when the claim names none) and the
   question at 1.5, and its asserting sentence is never quoted as evidence; an answer that is not about the
-  question (low similarity to both the question and the rubric) is capped at 0.5, an empty one scores 0; an
-  answer that is about the question only through a wrong claim (off-topic by the relevance rules otherwise,
-  nothing stated right) keeps that 0.5 cap, reported as the wrong claim: being wrong never scores above being
-  about something else;
+  question scores 0 when the relative rules decide it (nearer another bank question than its own, or meeting
+  nothing of its rubric: every criterion is 0) and at most 0.5 when only its low similarity to the question
+  and the rubric does; an empty one scores 0; an answer that is about the question only through a wrong claim
+  (off-topic by the relevance rules otherwise, nothing stated right) keeps that off-topic cap, reported as the
+  wrong claim: being wrong never scores above being about something else;
 - reading probes (with a reader: :class:`~interviewer.scoring.probe_reader.ProbeReader` on a model, or any
   :data:`~interviewer.scoring.stages.Reader`): a model answers each key point's probes from the candidate's
   text and the rubric judges the readings (:mod:`interviewer.scoring.reader`). Per key point, a probe that
@@ -79,6 +80,7 @@ from interviewer.scoring.spec import Answers, RubricSpec
 from interviewer.scoring.stages import (
     CONTRADICTED_ANSWER_MAX,
     CONTRADICTED_CRITERION_MAX,
+    ELSEWHERE_MAX,
     GAP_FROM,
     GAP_OFF_TOPIC,
     HINT_COST,
@@ -101,6 +103,7 @@ from interviewer.scoring.stages import (
 __all__ = [  # the scoring rules' public names live in stages.py; these are re-exported for callers
     "CONTRADICTED_ANSWER_MAX",
     "CONTRADICTED_CRITERION_MAX",
+    "ELSEWHERE_MAX",
     "GAP_FROM",
     "GAP_OFF_TOPIC",
     "HINT_COST",

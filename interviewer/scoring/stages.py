@@ -90,6 +90,11 @@ GAP_UNMET = 0.10
 # half and the whole set are in BENCHMARKS.md. Longer answers keep the absolute rule (OFF_TOPIC_BELOW).
 TERSE_WORDS = 2
 VERDICTS: tuple[Verdict, ...] = ("stated", "contradicted", "absent")
+# An answer the relative rules call off-topic (nearer another bank question than its own, or meeting nothing of
+# its rubric) has shown what it is about: every criterion is 0 and so is the question. The absolute rule alone
+# (low similarity to this rubric, nothing compared) keeps OFF_TOPIC_MAX as a hedge: on Mohler's reference-graded
+# answers, where only that rule applies, a few answers the graders marked well fall under it.
+ELSEWHERE_MAX = 0.0
 
 
 @dataclass
@@ -375,14 +380,30 @@ def off_topic_reason(
     reference_only: bool = False,
     story: bool = False,
 ) -> str | None:
-    """The off-topic rules in one place. ``covered``: a key point is covered; ``met``: that or a check.
+    """The off-topic rules in one place: the absolute rule (a relevance under ``OFF_TOPIC_BELOW``), then the
+    relative ones (:func:`elsewhere_reason`). ``covered``: a key point is covered; ``met``: that or a check."""
+    if relevance < OFF_TOPIC_BELOW:
+        return f"relevance {relevance:.2f} to this question"
+    return elsewhere_reason(
+        relevance, gap, met=met, covered=covered, reference_only=reference_only, story=story
+    )
+
+
+def elsewhere_reason(
+    relevance: float,
+    gap: float | None,
+    *,
+    met: bool,
+    covered: bool,
+    reference_only: bool = False,
+    story: bool = False,
+) -> str | None:
+    """The relative off-topic rules: nearer another bank question than this one, or meeting none of its rubric.
 
     ``reference_only``: the key points are a reference answer's sentences, which a correct answer in other
     words ("push, pop" for "add and remove at the top") need not cover one by one; only the absolute rule
     decides then (on Mohler the "nothing of the rubric met" rule called 113 of 2,102 well-graded answers
     off-topic). ``story``: a story question (:data:`STORY_ROUNDS`); the unmet-rubric rule does not apply."""
-    if relevance < OFF_TOPIC_BELOW:
-        return f"relevance {relevance:.2f} to this question"
     if gap is not None and gap >= GAP_OFF_TOPIC:
         return f"gap {gap:.2f} to another bank question"
     if gap is not None and gap >= GAP_FROM and not covered:
@@ -404,10 +425,17 @@ class Relevance(Stage):
     gap: float | None = None
     reason: str | None = None
     judged: bool = True  # False: a terse answer graded against a reference alone (TERSE_WORDS): no cap
+    # off-topic by the relative rules (:func:`elsewhere_reason`), not only by the absolute one
+    elsewhere: bool = False
 
     @property
     def off_topic(self) -> bool:
         return self.reason is not None
+
+    @property
+    def off_topic_max(self) -> float:
+        """The most an off-topic answer scores: 0 when the relative rules decided, else the hedge cap."""
+        return ELSEWHERE_MAX if self.elsewhere else OFF_TOPIC_MAX
 
     def cap(self) -> float:
         """The most the answer may score for being only partly about this question (linear between rules)."""
@@ -437,14 +465,16 @@ def relevance(
     value = similarity(cov)
     if reference_only and terse:
         return Relevance(value=value, gap=gap, judged=False)
-    reason = (
-        None
-        if exempt
-        else off_topic_reason(
-            value, gap, met=met, covered=covered, reference_only=reference_only, story=story
-        )
+    rules = {"met": met, "covered": covered, "reference_only": reference_only, "story": story}
+    reason = None if exempt else off_topic_reason(value, gap, **rules)
+    elsewhere = reason is not None and elsewhere_reason(value, gap, **rules) is not None
+    return Relevance(
+        notes=[f"off-topic: {reason}"] if reason else [],
+        value=value,
+        gap=gap,
+        reason=reason,
+        elsewhere=elsewhere,
     )
-    return Relevance(notes=[f"off-topic: {reason}"] if reason else [], value=value, gap=gap, reason=reason)
 
 
 # -- checks ----------------------------------------------------------------------------------------------
@@ -1147,16 +1177,21 @@ def caps(
     if wrong_claim:
         overall = min(overall, CONTRADICTED_ANSWER_MAX)
         notes.append(f"capped at {CONTRADICTED_ANSWER_MAX}: the answer asserts a classic wrong claim")
-        if wrong_only is not None and wrong_only.off_topic and passed is None and overall > OFF_TOPIC_MAX:
-            overall = OFF_TOPIC_MAX
+        if (
+            wrong_only is not None
+            and wrong_only.off_topic
+            and passed is None
+            and overall > wrong_only.off_topic_max
+        ):
+            overall = wrong_only.off_topic_max
             notes.append(
-                f"capped at {OFF_TOPIC_MAX}: apart from the wrong claim the answer is not about this question "
+                f"capped at {overall:g}: apart from the wrong claim the answer is not about this question "
                 f"({wrong_only.reason})"
             )
     if not answered:
         overall = 0.0 if passed is None else min(overall, 2.0)
     elif off_topic and passed is None:
-        overall = min(overall, OFF_TOPIC_MAX)
+        overall = min(overall, rel.off_topic_max if rel.off_topic else OFF_TOPIC_MAX)
     else:
         cap = rel.cap()
         if min(overall, 4.0) > cap:  # a push bonus past 4 is not a relevance cap
