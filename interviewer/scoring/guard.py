@@ -17,71 +17,88 @@ from dataclasses import dataclass
 
 _FLAGS = re.IGNORECASE | re.DOTALL
 
-_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
-    re.compile(p, _FLAGS)
-    for p in (
-        # Orders to forget or bypass the instructions or the rubric.
-        # Imperative only (sentence start, or after "please"/"now"/"so"), so that discussing prompt injection
-        # ("users may try to override instructions") is not mistaken for doing it.
-        r"(^\W*|\b(please|now|so|just|kindly)\s+)(ignore|disregard|forget|override|bypass|skip|overrule)\b.{0,40}\b(rubric|instruction|instructions|"
-        r"rules?|criteria|guidelines|prompt|above|previous|prior|everything|all|grading|scoring|key points)\b",
-        r"\b(new|updated|real|actual|hidden|secret|additional|special)\s+(instruction|instructions|rules?|"
-        r"task|directive|policy|rubric)\b",
-        # Talking to the grader, the model or the system.
-        r"\b(dear|attention|hey|hi|hello|note to|note for|message to|message for|psst)\s+(the\s+)?"
-        r"(grader|graders|evaluator|examiner|assessor|scorer|marker|judge|reviewer|ai|model|llm|assistant|"
-        r"chatbot|language model|interviewer bot)\b",
-        r"\b(grader|evaluator|examiner|assessor|scorer|marker|judge|grading model|scoring model|ai grader|"
-        r"llm judge)\b.{0,60}\b(must|should|will|shall|needs? to|has to|is required|are required|instructed|"
-        r"told)\b",
-        r"\b(you|grader|model|assistant)\s+(must|should|will|shall|are required to|have to)\s+"
-        r"(give|award|assign|grade|rate|score|mark|accept)\s+(this|the|my|me|it|him|her|them|every|all|full)\b",
-        r"\b(as an? (ai|language model|llm|assistant)|you are (now|no longer|an?|the)\b.{0,40}"
-        r"\b(grader|assistant|ai|model|evaluator|judge|dan|mode|persona)|pretend (to be|you are|that)|"
-        # "act as" only with a grader's or a model's role: "the array can act as a pointer" is an answer.
-        r"act as\b.{0,30}\b(grader|judge|evaluator|examiner|assessor|scorer|marker|reviewer|"
-        r"interviewer|assistant|ai|model|llm|system|admin|administrator|dan)|"
-        r"role[- ]?play|roleplay|from now on|developer mode|jailbreak|do anything now|simulat(e|ion) mode)\b",
-        # Asking for marks.
-        # Not "of" a noun phrase: "the height is the maximum level of its nodes" describes, it does not ask.
-        r"\b(full|maximum|max|top|perfect|highest|best|all)\s+(marks?|scores?|points?|credit|grades?|levels?|"
-        r"rating)\b(?!\s+of\s+(the|a|an|its|their|this|that|each|every|all|any)\b)",
-        r"\b(give|award|assign|grant|rate|grade|mark)\s+(me|us|it|him|her|them|this|candidate|(this|my|the)\s+"
-        r"(answer|response|submission|candidate|solution|student))\b.{0,30}\b(full|max|maximum|perfect|highest|top|passing|excellent|a\+|strong hire|marks|score|"
-        r"points|level)\b",
-        r"\b(give|award|grant)\s+(me|us|it|this)\s+(an?\s+)?(\d|four|five|ten)\b",
-        r"\b(this|my|the)\s+(answer|response|submission|candidate)\s+(is|deserves|earns|merits|should get|"
-        r"gets|must get|should receive|covers all|covers every|meets all|satisfies all)\b.{0,40}"
-        r"\b(perfect|correct|complete|full|4|5|10|100|max|maximum|highest|excellent|all key points|every key "
-        r"point|all criteria|strong hire)\b",
-        r"\b(level|score|grade|rating|mark|verdict)\s*[:=]\s*[\"']?(\d|four|five|pass|strong|a\b)",
-        r"\b(score|scored|grade|graded|rated|rating|marks?|level|deserves?|worth|verdict)\b[^.\n]{0,20}"
-        r"\b\d+(\.\d+)?\s*/\s*(4|5|10|100)\b",
-        r"\b(strong hire|hire signal|passes? the (rubric|interview|question))\b",
-        r"\b(award|give|assign|grant|output|return|set|use)\s+(an?\s+|the\s+)?(level|score|grade|mark|marks|"
-        r"points?|rating)\s*(of\s*)?(\d|four|five|ten)\b",
-        r"\b(level|score|grade)\s*(of\s*)?\d\s+(for|on|to)\s+(every|each|all|this|the)\b",
-        r"\b(grader|grading|evaluator|examiner|scoring|marking|assessment)\s+(instructions?|notes?|guidance|"
-        r"override|directive|policy)\b",
-        # The same requests in a few other languages (German, French, Spanish, Italian, Portuguese).
-        r"\b(bewerter|prüfer|punktzahl|volle punkte|höchstpunktzahl|correcteur|évaluateur|note maximale|"
-        r"calificador|evaluador|puntuación máxima|máxima puntuación|nota máxima|valutatore|punteggio massimo|"
-        r"avaliador|pontuação máxima)\b",
-        # Fake roles, chat-template tokens and markers that pretend the answer has ended.
-        r"(^|\n)\s*[\[<(#*]*\s*(system|assistant|developer|admin|administrator|grader|evaluator|"
-        r"instructions?|sys|root|operator)\s*[\]>)#*]*\s*:",
-        r"<\|?\s*(im_start|im_end|system|assistant|endoftext|eot_id|start_header_id|end_header_id)\s*\|?>",
-        r"\[/?(inst|sys|system)\]|<</?sys>>|<\s*/?\s*(system|answer|candidate_answer|instructions?|rubric|"
-        r"data|end|output)\s*>",
-        r"(<<<|>>>|===+|---+)\s*(end|begin|start|stop|system|rubric|answer|instructions?)\b",
-        r"\b(end of (the )?(answer|response|candidate|input|data|transcript)|answer (ends|ended) here|"
-        r"begin (system|new|grader|evaluator))\b",
-        # JSON (or dict-like text) that looks like the grader's own output.
-        r"[{\[]\s*[\"']?(level|score|scores|overall|grade|criteria|verdict|passed|covered|quotes|evidence|"
-        r"missing|key_points_covered|result)[\"']?\s*:",
-        r"[\"'](level|score|overall|grade|verdict|passed)[\"']\s*:\s*[\"']?[\w.]+",
-    )
+# Passages addressed to the grader or the model: orders, addresses, fake roles, chat-template tokens and markers
+# that pretend the answer has ended. They go from answers and from resumes alike.
+_ADDRESSED: tuple[str, ...] = (
+    # Orders to forget or bypass the instructions or the rubric.
+    # Imperative only (sentence start, or after "please"/"now"/"so"), so that discussing prompt injection
+    # ("users may try to override instructions") is not mistaken for doing it.
+    r"(^\W*|\b(please|now|so|just|kindly)\s+)(ignore|disregard|forget|override|bypass|skip|overrule)\b.{0,40}\b(rubric|instruction|instructions|"
+    r"rules?|criteria|guidelines|prompt|above|previous|prior|everything|all|grading|scoring|key points)\b",
+    r"\b(new|updated|real|actual|hidden|secret|additional|special)\s+(instruction|instructions|rules?|"
+    r"task|directive|policy|rubric)\b",
+    # Talking to the grader, the model or the system.
+    r"\b(dear|attention|hey|hi|hello|note to|note for|message to|message for|psst)\s+(the\s+)?"
+    r"(grader|graders|evaluator|examiner|assessor|scorer|marker|judge|reviewer|ai|model|llm|assistant|"
+    r"chatbot|language model|interviewer bot)\b",
+    # An order about grading, not any sentence about judges: "LLM-as-judge evaluations should swap the
+    # answer order" and "the judge model will prefer longer answers" are answers in an ML interview.
+    r"\b(graders?|evaluators?|examiners?|assessors?|scorers?|markers?|judges?|grading model|scoring model|"
+    r"ai grader|llm judge)\b.{0,60}\b((must|should|will|shall|needs? to|has to|is required to|are required "
+    r"to)\s+(\w+\s+){0,2}?(give|award|assign|grade|rate|score|mark|accept|pass|return|output|ignore|treat|"
+    r"credit|count)|instructed|told)\b",
+    r"\b(you|grader|model|assistant)\s+(must|should|will|shall|are required to|have to)\s+"
+    r"(give|award|assign|grade|rate|score|mark|accept)\s+(this|the|my|me|it|him|her|them|every|all|full)\b",
+    r"\b(give|award|grant)\s+(me|us|it|this)\s+(an?\s+)?(\d|four|five|ten)\b",
+    r"\b(strong hire|hire signal|passes? the (rubric|interview|question))\b",
+    r"\b(award|give|assign|grant|output|return|set|use)\s+(an?\s+|the\s+)?(level|score|grade|mark|marks|"
+    r"points?|rating)\s*(of\s*)?(\d|four|five|ten)\b",
+    r"\b(level|score|grade)\s*(of\s*)?\d\s+(for|on|to)\s+(every|each|all|this|the)\b",
+    r"\b(grader|grading|evaluator|examiner|scoring|marking|assessment)\s+(instructions?|notes?|guidance|"
+    r"override|directive|policy)\b",
+    # Fake roles, chat-template tokens and markers that pretend the answer has ended.
+    r"(^|\n)\s*[\[<(#*]*\s*(system|assistant|developer|admin|administrator|grader|evaluator|"
+    r"instructions?|sys|root|operator)\s*[\]>)#*]*\s*:",
+    r"<\|?\s*(im_start|im_end|system|assistant|endoftext|eot_id|start_header_id|end_header_id)\s*\|?>",
+    r"\[/?(inst|sys|system)\]|<</?sys>>|<\s*/?\s*(system|answer|candidate_answer|instructions?|rubric|"
+    r"data|end|output)\s*>",
+    r"(<<<|>>>|===+|---+)\s*(end|begin|start|stop|system|rubric|answer|instructions?)\b",
+    r"\b(end of (the )?(answer|response|candidate|input|data|transcript)|answer (ends|ended) here|"
+    r"begin (system|new|grader|evaluator))\b",
 )
+# Claims about marks and ratings, persona switches and the grader's own output format. They go from answers
+# only: a resume may well say "top score on the leaderboard", "rated 4.8/5" or "acted as tech lead".
+_GRADES: tuple[str, ...] = (
+    r"\b(as an? (ai|language model|llm|assistant)|you are (now|no longer|an?|the)\b.{0,40}"
+    r"\b(grader|assistant|ai|model|evaluator|judge|dan|mode|persona)|pretend (to be|you are|that)|"
+    # "act as" only with a grader's or a model's role: "the array can act as a pointer" is an answer.
+    r"act as\b.{0,30}\b(grader|judge|evaluator|examiner|assessor|scorer|marker|reviewer|"
+    r"interviewer|assistant|ai|model|llm|system|admin|administrator|dan)|"
+    r"role[- ]?play|roleplay|from now on|developer mode|jailbreak|do anything now|simulat(e|ion) mode)\b",
+    # Asking for marks. Marks and credit are only ever grades; points, scores and levels are also things an
+    # answer talks about ("sum over all points", "the top level module", "the highest scores came from the
+    # larger model"), so they count only when asked for, or asked for this answer. Not "of" a noun phrase
+    # either: "the height is the maximum level of its nodes" describes, it does not ask.
+    r"\b(full|maximum|max|top|perfect|highest|best|all)\s+(marks?|credit)\b",
+    r"\b(give|award|assign|grant|deserves?|want|expect|please)\b.{0,25}\b(full|maximum|max|top|perfect|"
+    r"highest|best|all)\s+(scores?|points?|grades?|levels?|rating)\b"
+    r"(?!\s+of\s+(the|a|an|its|their|this|that|each|every|all|any)\b)",
+    r"\b(full|maximum|max|top|perfect|highest)\s+(scores?|points?|grades?|levels?|rating)\s*,?\s*"
+    r"(please|for (this|my|the) (answer|response|submission|solution))\b",
+    r"\b(give|award|assign|grant|rate|grade|mark)\s+(me|us|it|him|her|them|this|candidate|(this|my|the)\s+"
+    r"(answer|response|submission|candidate|solution|student))\b.{0,30}\b(full|max|maximum|perfect|highest|top|passing|excellent|a\+|strong hire|marks|score|"
+    r"points|level)\b",
+    # A claim about the answer's own grade. Not "the answer is 4 GB" or "the candidate is 69.5 against a
+    # baseline of 71": a number counts only as a grade ("a 4", "5/5", "10 out of 10").
+    r"\b(this|my|the)\s+(answer|response|submission|candidate|solution)\s+(deserves|earns|merits|should "
+    r"get|gets|must get|should receive|should be (given|awarded))\b.{0,40}\b(perfect|full|max|maximum|"
+    r"highest|top|excellent|passing|strong hire|an?\s+(4|5|10)\b|(4|5|10|100)\s*(/|out of|points|marks))",
+    r"\b(this|my|the)\s+(answer|response|submission|candidate|solution)\s+(is\s+(perfect|flawless|"
+    r"a strong hire)|(covers|meets|satisfies|hits)\s+(all|every)\s+(of\s+)?(the\s+)?(key points?|criteria|"
+    r"criterion|rubric|points of the rubric))\b",
+    r"\b(level|score|grade|rating|mark|verdict)\s*[:=]\s*[\"']?(\d|four|five|pass|strong|a\b)",
+    r"\b(score|scored|grade|graded|rated|rating|marks?|level|deserves?|worth|verdict)\b[^.\n]{0,20}"
+    r"\b\d+(\.\d+)?\s*/\s*(4|5|10|100)\b",
+    # The same requests in a few other languages (German, French, Spanish, Italian, Portuguese).
+    r"\b(bewerter|prüfer|punktzahl|volle punkte|höchstpunktzahl|correcteur|évaluateur|note maximale|"
+    r"calificador|evaluador|puntuación máxima|máxima puntuación|nota máxima|valutatore|punteggio massimo|"
+    r"avaliador|pontuação máxima)\b",
+    # JSON (or dict-like text) that looks like the grader's own output.
+    r"[{\[]\s*[\"']?(level|score|scores|overall|grade|criteria|verdict|passed|covered|quotes|evidence|"
+    r"missing|key_points_covered|result)[\"']?\s*:",
+    r"[\"'](level|score|overall|grade|verdict|passed)[\"']\s*:\s*[\"']?[\w.]+",
+)
+_PATTERNS: tuple[re.Pattern[str], ...] = tuple(re.compile(p, _FLAGS) for p in (*_ADDRESSED, *_GRADES))
 
 # Code comments and markup comments: judged on their text, so a comment that talks to the grader goes too.
 _SEGMENT = re.compile(r"(?<=[.!?])\s+|(?=//)|(?=/\*)|(?=<!--)|(?=#+\s)")
@@ -168,7 +185,7 @@ def fence(text: str, key: str | None = None) -> tuple[str, str, str]:
 # The patterns that also apply to a resume: orders, addresses to the grader, fake roles and section markers.
 # Not the ones about marks and ratings: a resume may well say "top score on the leaderboard" or "rated 4.8/5".
 _RESUME_PATTERNS = (
-    *(_PATTERNS[i] for i in (0, 1, 2, 3, 4, 8, 12, 13, 14, 15, 17, 18, 19, 20, 21)),
+    *(re.compile(p, _FLAGS) for p in _ADDRESSED),
     # Persona switches, without "act as" or "role-play", which a resume may use of a job.
     re.compile(
         r"\b(from now on|you are (now|no longer)|pretend (to be|you are)|developer mode|jailbreak|"
