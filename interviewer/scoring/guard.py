@@ -37,6 +37,12 @@ _ADDRESSED: tuple[str, ...] = (
     r"ai grader|llm judge)\b.{0,60}\b((must|should|will|shall|needs? to|has to|is required to|are required "
     r"to)\s+(\w+\s+){0,2}?(give|award|assign|grade|rate|score|mark|accept|pass|return|output|ignore|treat|"
     r"credit|count)|instructed|told)\b",
+    # ... or says what the grader should make of this very answer ("graders should note that this answer is
+    # complete", "the evaluator will see that every key point is covered").
+    r"\b(graders?|evaluators?|examiners?|assessors?|scorers?|markers?|judges?|grading model|scoring model|"
+    r"ai grader|llm judge)\b.{0,60}\b(must|should|will|shall|needs? to|has to)\b.{0,60}\b((this|my)\s+"
+    r"(answer|response|submission|solution)|(every|all|each)\s+(of\s+the\s+)?key points?|the rubric)\b",
+    r"\bwhoever\s+(scores|grades|marks|rates|evaluates|assesses)\b",
     r"\b(you|grader|model|assistant)\s+(must|should|will|shall|are required to|have to)\s+"
     r"(give|award|assign|grade|rate|score|mark|accept)\s+(this|the|my|me|it|him|her|them|every|all|full)\b",
     r"\b(give|award|grant)\s+(me|us|it|this)\s+(an?\s+)?(\d|four|five|ten)\b",
@@ -70,7 +76,8 @@ _GRADES: tuple[str, ...] = (
     # larger model"), so they count only when asked for, or asked for this answer. Not "of" a noun phrase
     # either: "the height is the maximum level of its nodes" describes, it does not ask.
     r"\b(full|maximum|max|top|perfect|highest|best|all)\s+(marks?|credit)\b",
-    r"\b(give|award|assign|grant|deserves?|want|expect|please)\b.{0,25}\b(full|maximum|max|top|perfect|"
+    r"\b(give|award|assign|grant|deserves?|merits?|want|expect|please)\b.{0,25}\b(full|maximum|max|top|"
+    r"perfect|"
     r"highest|best|all)\s+(scores?|points?|grades?|levels?|rating)\b"
     r"(?!\s+of\s+(the|a|an|its|their|this|that|each|every|all|any)\b)",
     r"\b(full|maximum|max|top|perfect|highest)\s+(scores?|points?|grades?|levels?|rating)\s*,?\s*"
@@ -86,6 +93,12 @@ _GRADES: tuple[str, ...] = (
     r"\b(this|my|the)\s+(answer|response|submission|candidate|solution)\s+(is\s+(perfect|flawless|"
     r"a strong hire)|(covers|meets|satisfies|hits)\s+(all|every)\s+(of\s+)?(the\s+)?(key points?|criteria|"
     r"criterion|rubric|points of the rubric))\b",
+    r"\b(this|it|mine)\s+is\s+(an?\s+)?(perfect|flawless|excellent|model|textbook|full[- ]marks?)\s+"
+    r"(answer|response|submission|solution)\b",
+    r"\b(the|this|your)\s+rubric('s)?\b.{0,30}\b(satisfied|met|covered|fulfilled|addressed)\b",
+    r"\b(all|every)\s+(of\s+)?(the\s+)?key points?\s+(is|are)\s+(\w+\s+)?(covered|met|addressed|satisfied)\b",
+    r"\b(it|this|mine)\s+is\s+an?\s+(4|5|10|four|five|ten)\s*(/\s*\d+\s*)?[.!]",
+    r"\byou\b.{0,20}\b(are|is)\s+to\s+(output|return|give|award|assign|score|rate|grade|mark)\b",
     r"\b(level|score|grade|rating|mark|verdict)\s*[:=]\s*[\"']?(\d|four|five|pass|strong|a\b)",
     r"\b(score|scored|grade|graded|rated|rating|marks?|level|deserves?|worth|verdict)\b[^.\n]{0,20}"
     r"\b\d+(\.\d+)?\s*/\s*(4|5|10|100)\b",
