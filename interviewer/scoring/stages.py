@@ -382,11 +382,13 @@ def off_topic_reason(
 ) -> str | None:
     """The off-topic rules in one place: the absolute rule (a relevance under ``OFF_TOPIC_BELOW``), then the
     relative ones (:func:`elsewhere_reason`). ``covered``: a key point is covered; ``met``: that or a check."""
-    if relevance < OFF_TOPIC_BELOW:
-        return f"relevance {relevance:.2f} to this question"
-    return elsewhere_reason(
+    return _absolute_reason(relevance) or elsewhere_reason(
         relevance, gap, met=met, covered=covered, reference_only=reference_only, story=story
     )
+
+
+def _absolute_reason(relevance: float) -> str | None:
+    return f"relevance {relevance:.2f} to this question" if relevance < OFF_TOPIC_BELOW else None
 
 
 def elsewhere_reason(
@@ -465,15 +467,20 @@ def relevance(
     value = similarity(cov)
     if reference_only and terse:
         return Relevance(value=value, gap=gap, judged=False)
-    rules = {"met": met, "covered": covered, "reference_only": reference_only, "story": story}
-    reason = None if exempt else off_topic_reason(value, gap, **rules)
-    elsewhere = reason is not None and elsewhere_reason(value, gap, **rules) is not None
+    relative = (
+        None
+        if exempt
+        else elsewhere_reason(
+            value, gap, met=met, covered=covered, reference_only=reference_only, story=story
+        )
+    )
+    reason = None if exempt else _absolute_reason(value) or relative
     return Relevance(
         notes=[f"off-topic: {reason}"] if reason else [],
         value=value,
         gap=gap,
         reason=reason,
-        elsewhere=elsewhere,
+        elsewhere=relative is not None,
     )
 
 
