@@ -17,6 +17,12 @@ from dataclasses import dataclass
 
 _FLAGS = re.IGNORECASE | re.DOTALL
 
+# Whoever grades, as the subject of a sentence that orders or predicts a grade.
+_GRADER = (
+    r"\b(graders?|evaluators?|examiners?|assessors?|scorers?|markers?|judges?|grading model|scoring model|"
+    r"ai grader|llm judge)\b"
+)
+
 # Passages addressed to the grader or the model: orders, addresses, fake roles, chat-template tokens and markers
 # that pretend the answer has ended. They go from answers and from resumes alike.
 _ADDRESSED: tuple[str, ...] = (
@@ -33,14 +39,12 @@ _ADDRESSED: tuple[str, ...] = (
     r"chatbot|language model|interviewer bot)\b",
     # An order about grading, not any sentence about judges: "LLM-as-judge evaluations should swap the
     # answer order" and "the judge model will prefer longer answers" are answers in an ML interview.
-    r"\b(graders?|evaluators?|examiners?|assessors?|scorers?|markers?|judges?|grading model|scoring model|"
-    r"ai grader|llm judge)\b.{0,60}\b((must|should|will|shall|needs? to|has to|is required to|are required "
+    _GRADER + r".{0,60}\b((must|should|will|shall|needs? to|has to|is required to|are required "
     r"to)\s+(\w+\s+){0,2}?(give|award|assign|grade|rate|score|mark|accept|pass|return|output|ignore|treat|"
     r"credit|count)|instructed|told)\b",
     # ... or says what the grader should make of this very answer ("graders should note that this answer is
     # complete", "the evaluator will see that every key point is covered").
-    r"\b(graders?|evaluators?|examiners?|assessors?|scorers?|markers?|judges?|grading model|scoring model|"
-    r"ai grader|llm judge)\b.{0,60}\b(must|should|will|shall|needs? to|has to)\b.{0,60}\b((this|my)\s+"
+    _GRADER + r".{0,60}\b(must|should|will|shall|needs? to|has to)\b.{0,60}\b((this|my)\s+"
     r"(answer|response|submission|solution)|(every|all|each)\s+(of\s+the\s+)?key points?|the rubric)\b",
     r"\bwhoever\s+(scores|grades|marks|rates|evaluates|assesses)\b",
     r"\b(you|grader|model|assistant)\s+(must|should|will|shall|are required to|have to)\s+"
