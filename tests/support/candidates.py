@@ -158,12 +158,27 @@ def run_candidate_failover(
                 time.sleep(0.5 * (attempt + 1))
         raise RuntimeError(f"could not reopen {run.session_id}: {last}")
 
+    def start() -> tuple[Any, str]:
+        # A start whose replica dies before the page has its session is what a person meets as a failed page: they
+        # press Start again and get a fresh session (any one the dead replica stored is simply never reopened).
+        last: Exception | None = None
+        for attempt in range(attempts):
+            try:
+                client = Client(url, verbose=False)
+                t = time.perf_counter()
+                _chat, owner, status, *_ = client.predict(round_id, per_round, False, None, api_name="/start")
+                run.start_s = time.perf_counter() - t
+                run.session_id = client.predict(owner, api_name="/sessions")["data"][0][0]
+                run.owner = owner
+                return client, status
+            except Exception as e:
+                last = e
+                run.failovers += 1  # type: ignore[attr-defined]
+                time.sleep(0.5 * (attempt + 1))
+        raise RuntimeError(f"could not start: {type(last).__name__}: {last}")
+
     try:
-        client = Client(url, verbose=False)
-        t = time.perf_counter()
-        _chat, run.owner, status, *_ = client.predict(round_id, per_round, False, None, api_name="/start")
-        run.start_s = time.perf_counter() - t
-        run.session_id = client.predict(run.owner, api_name="/sessions")["data"][0][0]
+        client, status = start()
         n = 0
         while n < max_turns and "finished" not in status:
             answer = f"candidate {idx} [{tag}] turn {n}: the bottleneck moves to memory bandwidth, so I measure first."
