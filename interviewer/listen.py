@@ -36,7 +36,7 @@ from interviewer.content.models import Question
 from interviewer.embeddings import Embedder
 
 # The shared clause reader: the scorer caps a criterion on the same reading the interviewer challenges.
-from interviewer.scoring.claims import clauses, contradictions_asserted
+from interviewer.scoring.claims import ATTRIBUTION, NEGATION, clauses, contradictions_asserted
 from interviewer.text import LISTEN_STOP_WORDS, stems
 
 Kind = Literal["asks_back", "idk", "too_short", "off_topic", "contradicts", "covered", "partial", "answer"]
@@ -78,15 +78,6 @@ _NONCOMMITTAL = re.compile(
     r"right|correct|true|false|not really|kind of|sort of|i guess|i think so|i suppose|depends|fine)"
     r"(?:[\s,;.!]+(?:yes|no|maybe|probably|possibly|perhaps|sure|really|so|i guess|i think|it depends|"
     r"on the case|on the situation|on the context))*\W*$",
-    re.IGNORECASE,
-)
-_NEGATION = re.compile(
-    r"\b(?:not|no|never|none|neither|nor|without|cannot|false|myth|wrong|incorrect)\b|n't\b", re.IGNORECASE
-)
-_ATTRIBUTED = re.compile(
-    r"\b(?:people|folks|many|some|others|someone|they|juniors?|beginners?)\s+(?:\w+\s+)?"
-    r"(?:think|thinks|believe|believes|assume|assumes|say|says|claim|claims|expect|expects)\b|"
-    r"\b(?:common|classic|typical|usual)\s+(?:mistake|misconception|trap|myth)\b|\bmyth\b|\bcontrary to\b",
     re.IGNORECASE,
 )
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
@@ -216,11 +207,11 @@ def _loose_claims(answer: str, question: Question, found: set[str]) -> list[_Cla
         own = claim - asked  # the claim's words beyond the question's: the part that makes it a claim
         if len(claim) < 3 or not own:
             continue
-        polarity = len(_NEGATION.findall(c.claim)) % 2  # "no synchronisation is needed" carries its own "no"
+        polarity = len(NEGATION.findall(c.claim)) % 2  # "no synchronisation is needed" carries its own "no"
         for clause in clauses(answer):  # per clause: "X; BatchNorm instead reduces over the batch" is two
-            if clause.question or len(_NEGATION.findall(clause.text)) % 2 != polarity:
+            if clause.question or len(NEGATION.findall(clause.text)) % 2 != polarity:
                 continue
-            if _ATTRIBUTED.search(clause.sentence):  # "people think X": someone else's view, not a claim
+            if ATTRIBUTION.search(clause.sentence):  # "people think X": someone else's view, not a claim
                 continue
             said = stems(clause.text)
             need = 1.0 if len(own) <= 3 else 0.75
@@ -527,7 +518,7 @@ def _contradicted(q: Question, level: int, findings: Findings, answer: str) -> t
             continue
         if not r.quote or not _in_text(r.quote, answer):
             continue
-        if _ATTRIBUTED.search(r.quote) or r.quote.rstrip().endswith("?"):
+        if ATTRIBUTION.search(r.quote) or r.quote.rstrip().endswith("?"):
             continue  # someone else's view, or a question: not the candidate's claim
         probe = _probe(q, r.point, r.ask)
         if probe is not None and probe.kind == "option" and probe.true:

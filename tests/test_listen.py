@@ -164,6 +164,11 @@ def test_a_denied_or_attributed_wrong_claim_is_not_a_contradiction():
     assert lis.read(q, 0, "People think batching lowers every request's latency; it does not.").kind != (
         "contradicts"
     )
+    # someone else's view with a word between the people and the verb, and no denial after it
+    assert (
+        lis.read(q, 0, "Some engineers believe batching lowers every request's latency.").kind
+        != "contradicts"
+    )
 
 
 def test_an_attempt_that_starts_unsure_is_an_answer_not_i_dont_know():

@@ -49,6 +49,7 @@ def test_a_classic_wrong_claim_in_other_words_is_capped_and_challenged(bank, ban
         "A bigger batch raises throughput, but a single user on an idle server waits just as long: throughput "
         "alone does not make each request faster.",
         "People often assume that more throughput makes every request faster, and that is the trap here.",
+        "Many engineers assume that more throughput makes every request faster.",
         "Does more throughput make each request faster? Only the latency percentiles can say.",
     ],
 )

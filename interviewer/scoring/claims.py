@@ -43,7 +43,8 @@ NEGATION = re.compile(
 )
 ATTRIBUTION = re.compile(
     r"\b(?:people|folks|many|some|others|juniors?|beginners?|newcomers?|someone|they)\s+"
-    r"(?:(?:often|usually|sometimes|still|wrongly|mistakenly|naively)\s+)?(?:think|thinks|believe|believes|assume|assumes|say|says|claim|claims|expect|expects)\b|"
+    r"(?:\w+\s+)?(?:(?:often|usually|sometimes|still|wrongly|mistakenly|naively)\s+)?"
+    r"(?:think|thinks|believe|believes|assume|assumes|say|says|claim|claims|expect|expects)\b|"
     r"\b(?:common|classic|typical|usual)\s+(?:mistake|misconception|trap|error|pitfall|myth)\b|"
     r"\bit(?:'s| is) a myth\b|\bcontrary to\b|\bthe naive (?:answer|view|reading)\b|"
     r"\bmisconception\b|\b(?:you|one|we) (?:might|may|could|would) (?:think|assume|say|expect)\b|"
