@@ -36,7 +36,7 @@ from interviewer.content.models import Question
 from interviewer.embeddings import Embedder
 
 # The shared clause reader: the scorer caps a criterion on the same reading the interviewer challenges.
-from interviewer.scoring.claims import ATTRIBUTION, NEGATION, clauses, contradictions_asserted
+from interviewer.scoring.claims import ATTRIBUTION, NEGATION, clauses, contradictions_asserted, sentences
 from interviewer.text import LISTEN_STOP_WORDS, stems
 
 Kind = Literal["asks_back", "idk", "too_short", "off_topic", "contradicts", "covered", "partial", "answer"]
@@ -80,7 +80,6 @@ _NONCOMMITTAL = re.compile(
     r"on the case|on the situation|on the context))*\W*$",
     re.IGNORECASE,
 )
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _DIGIT = re.compile(r"\d")
 
 COVERED_KP = 0.6  # a key point counts as covered when this share of its own content words is in the answer
@@ -90,10 +89,6 @@ MIN_WORDS = 4  # fewer words (and no number, no key point) is too short to probe
 OFF_TOPIC_SHARE = 0.25  # at most this share of the answer's topical words on the rubric's vocabulary
 OFF_TOPIC_COSINE = 0.2
 GENERIC_SHARE = 0.1  # a word in this share of the bank's rubrics carries no topic  # with an embedder: below this similarity to the question and its key points
-
-
-def sentences(text: str) -> list[str]:
-    return [s.strip() for s in _SENTENCE.split(text or "") if s and s.strip()]
 
 
 CoverageFn = Callable[[str, Sequence[str], str], list[float]]
