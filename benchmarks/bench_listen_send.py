@@ -1,6 +1,6 @@
 """Send to the first follow-up token: what the listener's wrong-claim reading adds, pasted or typed.
 
-Run: ``nice -n 10 .venv/bin/python benchmarks/bench_listen_send.py [--questions 30] [--seed 0] [--cold] [--no-final-stop]``
+Run: ``nice -n 10 .venv/bin/python benchmarks/bench_listen_send.py [--questions 30] [--seed 0] [--cold] [--no-final-stop [--no-pause]]``
 
 The listener reads each answer before the follow-up; with the scorer's ``wrong_claims`` (as the app wires it in
 ``Runtime.listener``) that reading includes the paraphrase reader (:mod:`interviewer.scoring.paraphrase`), a
@@ -24,7 +24,9 @@ the machine's load falls on all of them alike. By default every scorer first rea
 reference answer (the rubric's vectors cached, as in a server that has asked the question before); ``--cold``
 skips that, and the first answer to each question then embeds its rubric at Send (pasted) or while typed.
 ``--no-final-stop`` sends every answer without its last full stop, as candidates often type: the text at Send
-then ends no sentence, so the typed answer's last reading ahead is of its text up to the previous sentence.
+then ends no sentence, and a typed answer is read whole when the candidate stops typing (the page's typing
+pause, ``TYPING_PAUSE_S``); with ``--no-pause`` Send comes first, so its last reading ahead is of its text up
+to the previous sentence.
 
 Printed: per configuration (all answers, strong, wrong), the median and p90 of Send -> answer stored (the
 listener's reading is in it), of Send -> the first streamed text of the reply (after an answer that got
@@ -129,13 +131,16 @@ class Sent:
     move: str
 
 
-def measure(cfg: Config, port: ChatPort, q: Question, answer: str) -> Sent:
-    """One Send of ``answer`` as the first answer to ``q``."""
+def measure(cfg: Config, port: ChatPort, q: Question, answer: str, *, pause: bool = True) -> Sent:
+    """One Send of ``answer`` as the first answer to ``q``; typed with a ``pause`` before Send (the page reads
+    the text at a typing pause) or without one."""
     it = Interview.start(cfg.ports, [q.round], question_ids=[q.id], per_round=1)
     it.advance_all()
     if cfg.mode == "typed":
         for text in offers(answer):
             it.prefill(text)
+        if pause:
+            it.prefill(answer, paused=True)  # what the page's typing pauses call once the candidate stops
     prefiller = port.prefiller
     if prefiller is not None:  # the prompt read ahead has reached the server, as by the time Send is pressed
         prefiller.wait_idle()
@@ -191,6 +196,11 @@ def main() -> int:
         help="send each answer without its last full stop (typed: its last sentence is never read ahead)",
     )
     ap.add_argument(
+        "--no-pause",
+        action="store_true",
+        help="typed: Send is pressed before a typing pause, so text that ends no sentence is read at Send",
+    )
+    ap.add_argument(
         "--jsonl", type=Path, default=None, help="write one line per Send (answer, configuration, ms)"
     )
     args = ap.parse_args()
@@ -237,7 +247,7 @@ def main() -> int:
         for n, (q, kind, text) in enumerate(answers):
             order = configs[n % len(configs) :] + configs[: n % len(configs)]
             for cfg in order:
-                sent = measure(cfg, port, q, text)
+                sent = measure(cfg, port, q, text, pause=not args.no_pause)
                 cfg.stored_ms.append(sent.stored)
                 cfg.first_ms.append(sent.first)
                 cfg.question_ms.append(sent.question)
@@ -256,7 +266,8 @@ def main() -> int:
     print(
         f"\n{len(answers)} answers ({len(sample)} questions x strong, wrong), each sent in every configuration; "
         f"rubric vectors {'cold' if args.cold else 'cached'}; "
-        f"{'no' if args.no_final_stop else 'with its'} final full stop; stand-in first token {FIRST_TOKEN_DELAY * 1000:.0f} "
+        f"{'no' if args.no_final_stop else 'with its'} final full stop"
+        f"{', Send before a typing pause' if args.no_pause else ''}; stand-in first token {FIRST_TOKEN_DELAY * 1000:.0f} "
         f"ms; {took:.0f} s"
     )
     print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} at end\n")

@@ -432,6 +432,64 @@ def test_typing_an_answer_that_skips_a_level_prefills_the_deeper_prompt(tmp_path
         assert f"probe: {intent(q, 1)}" in it2.ahead.prefill_messages(thin)[-1].content  # type: ignore[index]
 
 
+def test_an_answer_typed_without_its_last_full_stop_is_read_when_the_typing_pauses(tmp_path):
+    """Mid-sentence text is not read while the candidate types; once they stop (``paused``) it is read, the
+    prompt sent ahead names the level that reading leads to, and Send reuses the reading."""
+    from interviewer.config import load_settings
+    from interviewer.llm.client import build_port
+    from interviewer.llm.standin import StandinServer
+
+    # Skips a level (the why-1 target is in it) and stops without a full stop, as chat messages often do.
+    main = (
+        SOLID_MAIN
+        + " That assumes requests arrive spread out over time and the scheduler waits for stragglers"
+    )
+    q = batching()
+    with StandinServer(keep_prompts=1000) as server:
+        settings = load_settings(data_dir=tmp_path, base_url=server.base_url, timeout=10.0)
+        port = build_port(settings, base_url=server.base_url, model="standin")
+        assert port.prefiller is not None
+        answers_read: list[str] = []
+
+        def coverage(answer, key_points, question):
+            answers_read.append(answer)
+            return lexical_coverage(answer, key_points, question)
+
+        ports = Ports(
+            bank=Bank(root=tmp_path, questions={q.id: q}),
+            store=SessionStore(tmp_path / "s.db"),
+            model=port,
+            listener=Listener(coverage=coverage),
+        )
+        it = Interview.start(ports, ["inference-deep-dive"], question_ids=[q.id])
+        it.advance_all()
+        words = main.split()
+        for n in range(1, len(words) + 1):
+            it.prefill(" ".join(words[:n]))
+        assert main not in answers_read  # no sentence ended after the first
+        before = len(server.stats.prompts)
+        assert it.prefill(main, paused=True)
+        assert main in answers_read
+        assert port.prefiller.wait_idle(10)
+        ahead = [p[-1]["content"] for p in server.stats.prompts[before:]]
+        assert (
+            ahead and f"probe: {intent(q, 2)}" in ahead[-1]
+        )  # the deepen's prompt, read from the whole text
+        reads = len(answers_read)
+        it.submit(main)
+        it.advance_all()
+        assert it.level == 2 and last_asked(it)["move"] == "deepen"
+        assert len(answers_read) == reads, "Send read the answer again"
+        # Text that ends a sentence was read when the sentence ended; a pause after it sends nothing again.
+        it2 = Interview.start(
+            Ports(bank=ports.bank, store=ports.store, model=port, listener=Listener()),
+            ["inference-deep-dive"],
+            question_ids=[q.id],
+        )
+        it2.advance_all()
+        assert it2.prefill(SOLID_MAIN) and not it2.prefill(SOLID_MAIN, paused=True)
+
+
 # -- no leaks -----------------------------------------------------------------------------------------
 
 

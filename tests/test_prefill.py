@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 from langchain_core.messages import HumanMessage, SystemMessage
@@ -208,3 +209,67 @@ def test_a_server_without_slots_gets_no_slot_field(tmp_path) -> None:
         assert port.slots == 0 and port.slot("s1") is None
         assert "".join(port.stream([HumanMessage("hello")], key="s1"))
         assert server.stats.slots == [None]
+
+
+def test_typing_pauses_run_a_sessions_latest_offer_once_it_stops_typing() -> None:
+    from interviewer.engine.ahead import TypingPauses
+
+    pauses = TypingPauses(after=0.3)
+    ran: list[str] = []
+    done = threading.Event()
+    try:
+        pauses.offer("a", lambda: ran.append("a: first words"))
+        pauses.offer("b", lambda: ran.append("b: sent before the pause"))
+        pauses.offer(
+            "a", lambda: (ran.append("a: latest words"), done.set())
+        )  # a keystroke restarts the wait
+        pauses.cancel("b")  # sent: nothing to read ahead
+        assert ran == [] and pauses.waiting() == 1
+        assert done.wait(5)
+        pauses.offer("c", lambda: 1 / 0)  # a failing call is logged, and the next one still runs
+        pauses.offer("d", lambda: ran.append("d"))
+        deadline = threading.Event()
+        for _ in range(50):
+            if "d" in ran:
+                break
+            deadline.wait(0.1)
+        assert ran == ["a: latest words", "d"] and pauses.waiting() == 0
+    finally:
+        pauses.close()
+
+
+def test_the_page_reads_an_answer_without_its_last_full_stop_once_the_candidate_stops_typing(
+    tmp_path,
+) -> None:
+    """Through the real Gradio app: text typed mid-sentence is read ahead after a pause, before Send."""
+    from gradio_client import Client
+
+    from .test_load_faults import _runtime, _served
+
+    with (
+        StandinServer(keep_prompts=1000) as server,
+        _served(_runtime(tmp_path, server, listen=True)) as (url, rt),
+    ):
+        listener = rt.listener()
+        assert listener is not None
+        read: list[tuple[str, str]] = []  # (the thread that read, the answer)
+        real_read = listener.read
+
+        def recording(q: Any, level: int, answer: str, asked: str = "") -> Any:
+            read.append((threading.current_thread().name, answer))
+            return real_read(q, level, answer, asked)
+
+        listener.read = recording  # type: ignore[method-assign]
+        client = Client(url, verbose=False)
+        _, owner, *_ = client.predict("phone-screen", 1, False, None, api_name="/start")
+        typed = (
+            "Amdahl's law says the serial part caps the speedup, at ten times with ten percent serial work"
+        )
+        client.predict(typed[:30], owner, api_name="/typing")
+        client.predict(typed, owner, api_name="/typing")
+        for _ in range(100):
+            if any(a == typed for _, a in read):
+                break
+            time.sleep(0.1)
+        # Mid-sentence text is not read per keystroke: the pause reads it, on the pauses' own thread.
+        assert [who for who, a in read if a == typed] == ["typing-pauses"]

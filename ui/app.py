@@ -21,6 +21,7 @@ from interviewer.admin import single_user_local
 from interviewer.config import Settings
 from interviewer.content import Round
 from interviewer.desk import Desk
+from interviewer.engine.ahead import TypingPauses
 from interviewer.engine.interview import Interview
 from interviewer.errors import InputError, InterviewerError
 from interviewer.limits import MAX_PER_ROUND
@@ -102,6 +103,8 @@ class App:
         # sid -> (owner, events seen, interview): typing events reuse the open interview while nothing moved;
         # the most recent _TYPING_KEPT sessions only (a long-running server sees many)
         self._typing: OrderedDict[str, tuple[str, int, Interview]] = OrderedDict()
+        # a typed answer is read ahead when the candidate stops typing, full stop or not
+        self._pauses = TypingPauses()
         self.desk = Desk(runtime)
         self.voice = Voice(runtime, self.desk, self.checks, self._busy)
         self.code = CodePanel()
@@ -228,6 +231,8 @@ class App:
         request: gr.Request | None = None,
     ) -> Iterator[tuple[Any, ...]]:
         self._bounded(answer=answer)
+        if sid:
+            self._pauses.cancel(sid)  # the text is sent: nothing to read ahead at a pause
         with self._exclusive(sid) as ok:
             if not ok:
                 gr.Warning(BUSY)
@@ -337,6 +342,7 @@ class App:
                 while len(self._typing) > _TYPING_KEPT:
                     self._typing.popitem(last=False)
             it.prefill(answer)
+            self._pauses.offer(sid, lambda: it.prefill(answer, paused=True))
         except InterviewerError as e:
             log.debug("prefill skipped: %s", e)
 

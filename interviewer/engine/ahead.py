@@ -9,6 +9,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import re
+import threading
+import time
+from collections.abc import Callable
 
 from langchain_core.messages import BaseMessage, HumanMessage
 
@@ -25,6 +28,72 @@ log = logging.getLogger(__name__)
 # The text typed so far ends a sentence: where prefill reads the answer ahead (a candidate ends the answer with
 # its last full stop and presses Send, so that reading is usually the one Send needs).
 _SENTENCE_END = re.compile(r"[.?!][\"')\]]*\s*$")
+
+
+# A candidate who stops typing this long may be done: their text so far is read ahead even mid-sentence. Longer
+# than the gaps between words of a typist, shorter than the move from the last word to the Send button.
+TYPING_PAUSE_S = 0.8
+
+
+class TypingPauses:
+    """Runs a session's latest offered call once its typing has paused for ``after`` seconds.
+
+    Each offer for a session replaces the one waiting (a keystroke restarts the wait); :meth:`cancel` drops it
+    (the answer was sent). One thread serves every session, one call at a time, in the order they fall due;
+    a failing call is logged, never raised: reading ahead is an optimisation.
+    """
+
+    def __init__(self, after: float = TYPING_PAUSE_S, clock: Callable[[], float] = time.monotonic) -> None:
+        self.after = after
+        self._clock = clock
+        self._due: dict[str, tuple[float, Callable[[], object]]] = {}
+        self._cond = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self._closed = False
+
+    def offer(self, key: str, call: Callable[[], object]) -> None:
+        with self._cond:
+            if self._closed:
+                return
+            self._due[key] = (self._clock() + self.after, call)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._work, name="typing-pauses", daemon=True)
+                self._thread.start()
+            self._cond.notify_all()
+
+    def cancel(self, key: str) -> None:
+        with self._cond:
+            self._due.pop(key, None)
+
+    def waiting(self) -> int:
+        """How many sessions have a call waiting for their pause."""
+        with self._cond:
+            return len(self._due)
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._due.clear()
+            self._cond.notify_all()
+
+    def _work(self) -> None:
+        while True:
+            with self._cond:
+                if self._closed:
+                    return
+                if not self._due:
+                    self._cond.wait()
+                    continue
+                key, (when, call) = min(self._due.items(), key=lambda kv: kv[1][0])
+                wait = when - self._clock()
+                if wait > 0:
+                    self._cond.wait(wait)  # an offer or a cancel may change what falls due first
+                    continue
+                del self._due[key]
+            try:
+                call()
+            except Exception as e:
+                log.debug("reading at a typing pause failed: %s", e)
 
 
 class WorkAhead:
@@ -94,17 +163,20 @@ class WorkAhead:
             self._ahead = (q.id, level, heard[1].level)
         return answer, heard
 
-    def prefill(self, partial: str) -> bool:
+    def prefill(self, partial: str, *, paused: bool = False) -> bool:
         """Offer the prompt so far to the model port's prefill queue; False when there is nothing to send.
 
-        At the end of a sentence the text so far is read first (:meth:`read_ahead`: 1 ms to about 0.3 s, by
+        At the end of a sentence, or when the candidate has stopped typing (``paused``: an answer sent without
+        its last full stop), the text so far is read first (:meth:`read_ahead`: 1 ms to about 0.3 s, by
         length), so the prompt names the level its follow-up will really ask: a deepen's prompt differs from
         the next level's before the answer, and a wrong guess would make Send read the whole answer again.
         """
         port = self.can.prefill
         if port is None:
             return False
-        if _SENTENCE_END.search(partial):
+        if paused and _SENTENCE_END.search(partial):
+            return False  # read, and its prompt sent, when the sentence ended
+        if paused or _SENTENCE_END.search(partial):
             with contextlib.suppress(InputError):
                 self.read_ahead(partial)
         messages = self.prefill_messages(partial)

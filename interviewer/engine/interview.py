@@ -241,9 +241,10 @@ class Interview:
         return self.scoring.wait_for_judge(timeout, progress)
 
     # working ahead of the candidate (optimisations: see interviewer/engine/ahead.py) ----------------------
-    def prefill(self, partial: str) -> bool:
-        """Offer the follow-up's prompt so far (the text typed so far) to the model server."""
-        return self.ahead.prefill(partial)
+    def prefill(self, partial: str, *, paused: bool = False) -> bool:
+        """Offer the follow-up's prompt so far (the text typed so far) to the model server; ``paused``: the
+        candidate has stopped typing, so the text so far is read ahead even mid-sentence."""
+        return self.ahead.prefill(partial, paused=paused)
 
     def speculate(self, partial: str, *, spoken: bool = True) -> bool:
         """Start the follow-up to the spoken text so far, as if it had just been sent."""
