@@ -127,6 +127,34 @@ def test_vocabulary_only_credit_is_halved(scorer: RubricScorer, question: Questi
     assert any("probes find them not stated" in n for n in nothing.notes)
 
 
+def test_only_a_probe_kind_trusted_on_its_own_halves_credit_while_a_less_trusted_one_still_caps(
+    scorer: RubricScorer, question: Question
+) -> None:
+    """Option probes read at 0.55 act (a wrong claim they read caps) but their "not stated" halves nothing;
+    the number probes, read at 0.9, still halve the key points only they read."""
+    answer = ANSWERS[DECODE_ID]["strong"]
+    offline = scorer.score(question, [answer])
+    per_kind = ReaderTrust(0.75, {"option": 0.55, "number": 0.9})
+    assert per_kind.acts_on("option") and not per_kind.absent_on("option") and per_kind.absent_on("number")
+    quiet = scorer.score(question, [answer], reader=Scripted({}, trust=per_kind))
+    everywhere = scorer.score(question, [answer], reader=Scripted({}, trust=0.9))
+    # main.0 (also read by a number probe) and main.1 (a number probe alone) halve; main.2-4 (options) do not
+    with_numbers = [
+        i for i in range(5) if any(p.kind == "number" for p in question.probes if p.point == f"main.{i}")
+    ]
+    halvable = [i for i in with_numbers if question.key_points[i] in offline.key_points_covered]
+    assert with_numbers == [0, 1] and halvable
+    assert everywhere.overall < quiet.overall <= offline.overall + 0.01
+    halved = next(n for n in quiet.notes if "probes find them not stated" in n)
+    assert halved.startswith(f"{len(halvable)} key point")
+    capped = scorer.score(
+        question,
+        [_strong_with_wrong_phases()],
+        reader=Scripted({PHASE_POINT: ("contradicted", WRONG_PHASES)}, trust=per_kind),
+    )
+    assert capped.overall <= CONTRADICTED_ANSWER_MAX
+
+
 def test_off_topic_never_fires_when_the_probes_find_a_key_point_stated(
     scorer: RubricScorer, question: Question
 ) -> None:

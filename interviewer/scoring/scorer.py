@@ -28,7 +28,8 @@ How the methods combine (every score's ``notes`` spell out the numbers):
   1 and the question at 1.5 like a classic wrong claim, and the criterion says "you said \u201c<the
   candidate's sentence>\u201d; in fact: <what the probe holds true>"; a key point coverage credits (shared
   vocabulary) while the reader itself answers "not stated" to every probe of it keeps
-  ``VOCABULARY_ONLY_CREDIT`` (half) of its share of the level (a probe whose askings disagree, or whose
+  ``VOCABULARY_ONLY_CREDIT`` (half) of its share of the level, when one of those probes is of a kind the
+  reader is trusted on at ``MIN_READER_TRUST`` by itself (a probe whose askings disagree, or whose
   reading the rubric does not judge, is undecided and halves nothing); a stated or contradicted key point
   means the answer is about the question, so neither the off-topic rule nor the relevance cap applies; on a
   why level, a contradicted key point means the level is not answered well and vocabulary-only key points

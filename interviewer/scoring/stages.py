@@ -672,13 +672,22 @@ class ReaderTrust:
     def acts_on(self, kind: str) -> bool:
         return self.overall >= MIN_READER_TRUST and self.per_kind.get(kind, self.overall) >= MIN_KIND_TRUST
 
+    def absent_on(self, kind: str) -> bool:
+        """Whether this kind's "not stated" may halve a key point's credit: the kind itself is read as well as
+        a model must read overall (:data:`MIN_READER_TRUST`)."""
+        return self.acts_on(kind) and self.per_kind.get(kind, self.overall) >= MIN_READER_TRUST
+
     def quiet_kinds(self) -> list[str]:
         """The probe kinds measured below the bar (their findings are only noted)."""
         return sorted(k for k, v in self.per_kind.items() if v < MIN_KIND_TRUST)
 
 
 # A key point credited by coverage (shared vocabulary) while every probe of it reads "not stated" keeps this
-# share of its credit: the answer uses the key point's words without saying what it says.
+# share of its credit: the answer uses the key point's words without saying what it says. Only a probe kind
+# trusted at MIN_READER_TRUST on its own says so (:meth:`ReaderTrust.absent_on`): a kind let act from
+# MIN_KIND_TRUST caps on the wrong claims it reads, but its "not stated" is too often a right claim it missed.
+# Chosen on the trap set's dev questions (re-read on the embedded model, its per-kind agreement): halvings by
+# option probes alone hit 7 strong answers and 4 wrong ones, and ordered strong > partial > wrong on 2 fewer.
 VOCABULARY_ONLY_CREDIT = 0.5
 
 
@@ -777,6 +786,8 @@ def findings(
     for f in used:
         by_point.setdefault(f.probe.point, []).append(f)
     stated_quotes = {f.quote for f in used if f.verdict == "stated" and f.quote}
+    # key points a probe trusted on "not stated" finds not stated (those may halve vocabulary-only credit)
+    absent_read: set[str] = set()
     covered = {m.key_point for m in cov.matches if m.covered}
     wrong: dict[str, ReadingFinding] = {}
     undecided: set[str] = set()
@@ -795,8 +806,10 @@ def findings(
         )
         if verdict == "absent" and any(f.undecided for f in fs):
             undecided.add(key_point)  # one probe found nothing, another could not tell: not shown absent
+        if verdict == "absent" and any(measured is None or measured.absent_on(f.probe.kind) for f in fs):
+            absent_read.add(key_point)
         if part != "main":
-            if key_point not in undecided:
+            if key_point not in undecided and (verdict != "absent" or key_point in absent_read):
                 out.why.setdefault(level, {})[key_point] = verdict
             continue
         out.points[key_point] = verdict
@@ -847,7 +860,9 @@ def findings(
         out.hits.append(hit)
         out.notes.append(f"reading probe contradicts a key point: {hit.said}")
     out.vocabulary_only = [
-        k for k, v in out.points.items() if v == "absent" and k in covered and k not in undecided
+        k
+        for k, v in out.points.items()
+        if v == "absent" and k in covered and k not in undecided and k in absent_read
     ]
     if out.vocabulary_only:
         out.notes.append(
