@@ -43,9 +43,8 @@ class TypingPauses:
     a failing call is logged, never raised: reading ahead is an optimisation.
     """
 
-    def __init__(self, after: float = TYPING_PAUSE_S, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, after: float = TYPING_PAUSE_S) -> None:
         self.after = after
-        self._clock = clock
         self._due: dict[str, tuple[float, Callable[[], object]]] = {}
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
@@ -55,7 +54,7 @@ class TypingPauses:
         with self._cond:
             if self._closed:
                 return
-            self._due[key] = (self._clock() + self.after, call)
+            self._due[key] = (time.monotonic() + self.after, call)
             if self._thread is None:
                 self._thread = threading.Thread(target=self._work, name="typing-pauses", daemon=True)
                 self._thread.start()
@@ -85,7 +84,7 @@ class TypingPauses:
                     self._cond.wait()
                     continue
                 key, (when, call) = min(self._due.items(), key=lambda kv: kv[1][0])
-                wait = when - self._clock()
+                wait = when - time.monotonic()
                 if wait > 0:
                     self._cond.wait(wait)  # an offer or a cancel may change what falls due first
                     continue
