@@ -107,5 +107,5 @@ def test_a_numeric_wrong_claim_needs_its_number_stated(bank, monkeypatch) -> Non
     ):
         assert [h.name for h in paraphrased_contradictions(enc, wrong, *args)] == [claim.name], wrong
     # The number is what holds the right clause back: without the check it is taken for the claim.
-    monkeypatch.setattr(paraphrase, "_states_numbers", lambda piece, needed: True)
+    monkeypatch.setattr(paraphrase, "states_numbers", lambda piece, needed: True)
     assert [h.name for h in paraphrased_contradictions(enc, right, *args)] == [claim.name]

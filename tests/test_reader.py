@@ -1263,3 +1263,29 @@ def test_a_true_name_after_another_items_negation_is_not_taken_as_denied() -> No
     assert judge_name(fix, "GroupNorm", listed)[0] == "stated"
     denied = "For small-batch fine-tuning I would not use SyncBatchNorm."
     assert judge_name(fix, "SyncBatchNorm", denied)[0] == "contradicted"
+
+
+def test_a_wrong_claims_number_counts_only_from_a_sentence_that_states_it() -> None:
+    """A small reader picks "about 4x" for an answer that says FP8 "runs faster" and gives no figure; the
+    claim's number is in no sentence, so nothing is decided. Written in digits or in words, it contradicts."""
+    speedup = Probe(
+        point="main.4",
+        kind="option",
+        ask="What FP8 compute speed-up over FP16 does the candidate give on Hopper?",
+        options=["about 2x", "about 4x", "no speed-up at all"],
+        true="about 2x",
+        wrong=["about 4x", "no speed-up at all"],
+    )
+    vague = "FP8 halves memory compared to FP16 and runs faster on H100. You need to calibrate scales."
+    finding, read, quote, why = judge_option(speedup, ["about 4x"] * 2, vague)
+    assert (finding, read, quote) == (NOT_STATED, "about 4x", None) and "never states" in why
+    for said in (
+        "On H100 the FP8 matmuls run 4x faster than FP16.",
+        "The Tensor Cores run it four times as fast.",
+    ):
+        answer = f"FP8 halves memory compared to FP16. {said} You need to calibrate scales."
+        assert judge_option(speedup, ["about 4x"] * 2, answer)[:3] == ("contradicted", "about 4x", said)
+    # a wrong claim with no number of its own is judged as any other, from the sentence most like it
+    flat = "FP8 halves memory. On H100 it gives no speed-up at all over FP16."
+    got = judge_option(speedup, ["no speed-up at all"] * 2, flat)
+    assert got[:3] == ("contradicted", "no speed-up at all", "On H100 it gives no speed-up at all over FP16.")

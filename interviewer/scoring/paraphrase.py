@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from interviewer.scoring.claims import ATTRIBUTION, NEGATION, Clause, ContradictionHit, clauses
-from interviewer.scoring.reader import spoken_to_digits
+from interviewer.scoring.reader import numbers_written, states_numbers
 from interviewer.text import stems
 
 if TYPE_CHECKING:
@@ -55,18 +55,6 @@ _PIECE_WORDS = 3  # shorter pieces ("so it's fast") stay with nothing to compare
 def _pieces(clause: Clause) -> list[Clause]:
     parts = [p for p in _PIECES.split(clause.text) if len(p.split()) >= _PIECE_WORDS]
     return [Clause(p, clause.sentence, clause.question) for p in parts] if len(parts) > 1 else [clause]
-
-
-_NUMBER = re.compile(r"(?<![\w.])\d+(?:,\d{3})*(?:\.\d+)?")  # "24", "3,800", "1.3"; not "fp16" or "int8"
-
-
-def _numbers(text: str) -> set[float]:
-    return {float(n.replace(",", "")) for n in _NUMBER.findall(text)}
-
-
-def _states_numbers(piece: str, needed: set[float]) -> bool:
-    """Whether ``piece`` states every number in ``needed``, in digits or in words."""
-    return needed <= _numbers(piece) | _numbers(spoken_to_digits(piece))
 
 
 def _polarity(text: str) -> int:
@@ -108,7 +96,7 @@ def paraphrased_contradictions(
     to_wrong = said @ wrong.T
     to_right = (said @ true.T).max(axis=1) if len(truths) else np.full(len(own), -1.0)
     # what each phrasing asks of a clause, worked out once: its negation parity, telling words and numbers
-    asks = [(_polarity(p), stems(p) - known, _numbers(p)) for _, p in phrasings]
+    asks = [(_polarity(p), stems(p) - known, numbers_written(p)) for _, p in phrasings]
     best: dict[str, tuple[float, int]] = {}
     for i, clause in enumerate(own):
         words, polarity = stems(clause.text), _polarity(clause.text)
@@ -119,7 +107,7 @@ def paraphrased_contradictions(
                 continue
             if not telling or len(telling & words) < TELLING_SHARE * len(telling):
                 continue
-            if not _states_numbers(clause.text, numbers):
+            if not states_numbers(clause.text, numbers):
                 continue
             if c.name not in best or sim > best[c.name][0]:
                 best[c.name] = (sim, i)

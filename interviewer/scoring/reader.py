@@ -632,6 +632,19 @@ def _bound_wrong(answer: str, wrong: str, true: str) -> str | None:
     return next((s for s in sentences(answer) if binds(s, wrong) and not binds(s, true)), None)
 
 
+_NUMBER = re.compile(r"(?<![\w.])\d+(?:,\d{3})*(?:\.\d+)?")  # "24", "3,800", "1.3"; not "fp16" or "int8"
+
+
+def numbers_written(text: str) -> set[float]:
+    """The numbers written in digits in ``text`` ("4x" gives 4; "fp16" and "int8" give nothing)."""
+    return {float(n.replace(",", "")) for n in _NUMBER.findall(text)}
+
+
+def states_numbers(text: str, needed: set[float]) -> bool:
+    """Whether ``text`` states every number in ``needed``, in digits or in words."""
+    return needed <= numbers_written(text) | numbers_written(spoken_to_digits(text))
+
+
 def _most_probable(claims: Sequence[str], dist: Mapping[str, float]) -> str:
     return max(claims, key=lambda c: dist.get(c, 0.0))
 
@@ -676,6 +689,19 @@ def judge_option(
             return NOT_STATED, pick, None, f"the true claim reordered ({why_pick}), not bound so in the text"
         return "contradicted", pick, said, f"the true claim reordered, bound so in the text ({why_pick})"
     if pick in probe.wrong:
+        # A number the wrong claim gives and the true one does not ("about 4x" against "about 2x") is read
+        # only from a sentence that states it: a small reader picks such a claim for "it runs faster" too.
+        needed = numbers_written(pick) - numbers_written(probe.true or "")
+        if needed:
+            said = next((s for s in sentences(answer) if states_numbers(s, needed)), None)
+            if said is None:
+                return (
+                    NOT_STATED,
+                    pick,
+                    None,
+                    f"a classic wrong claim ({why_pick}) whose number the text never states",
+                )
+            return "contradicted", pick, said, f"a classic wrong claim, its number in the text ({why_pick})"
         return "contradicted", pick, _support(answer, pick, probe.ask), f"a classic wrong claim ({why_pick})"
     return NOT_STATED, pick, None, "a claim the rubric does not judge"
 
