@@ -13,6 +13,8 @@ decides truth deterministically, the way QA-based factual-consistency checks wor
   most words with the probe and all its claims are repeated (fenced) right before the claims. A wrong claim
   that is the true one with its parts swapped ("acquire on the store, release on the load") counts only where
   a sentence of the candidate binds those parts in its own clauses: word order is where a small reader errs;
+  a wrong claim with a number of its own ("about 4x" against "about 2x") counts only where a sentence states
+  that number;
 - a number counts only if the candidate's text asserts it (digits or words, any equal unit, through the numeric
   checks' parser) and is then compared with the probe's value, tolerance and ``also_accept``;
 - a name counts only if the candidate wrote it; it is compared with ``accept`` / ``reject`` (case, hyphens and
