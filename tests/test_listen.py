@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -366,18 +369,14 @@ def test_a_spoken_wrong_claim_or_off_topic_answer_gets_no_bridge():
     assert plan.move == "redirect" and plan.ack is None
 
 
-def test_typing_an_answer_that_skips_a_level_prefills_the_deeper_prompt(tmp_path):
-    """A deepen names level 2 before the answer: prefill must send that prompt, not level 1's, or Send reads the
-    whole answer again. The reading is made at a sentence's end and Send reuses it."""
+@contextlib.contextmanager
+def _typed_interview(tmp_path: Path, q: Question) -> Iterator[tuple[Any, Any, Interview, list[str]]]:
+    """An interview on ``q`` against the stand-in server, asking for the first answer, with a listener whose
+    every reading is recorded: (server, model port, interview, the answers read)."""
     from interviewer.config import load_settings
     from interviewer.llm.client import build_port
     from interviewer.llm.standin import StandinServer
 
-    main = (
-        SOLID_MAIN
-        + " That assumes requests arrive spread out over time and the scheduler waits for stragglers."
-    )
-    q = batching()
     with StandinServer(keep_prompts=1000) as server:
         settings = load_settings(data_dir=tmp_path, base_url=server.base_url, timeout=10.0)
         port = build_port(settings, base_url=server.base_url, model="standin")
@@ -388,15 +387,38 @@ def test_typing_an_answer_that_skips_a_level_prefills_the_deeper_prompt(tmp_path
             answers_read.append(answer)
             return lexical_coverage(answer, key_points, question)
 
-        listener = Listener(coverage=coverage)
         ports = Ports(
             bank=Bank(root=tmp_path, questions={q.id: q}),
             store=SessionStore(tmp_path / "s.db"),
             model=port,
-            listener=listener,
+            listener=Listener(coverage=coverage),
         )
         it = Interview.start(ports, ["inference-deep-dive"], question_ids=[q.id])
         it.advance_all()
+        yield server, port, it, answers_read
+
+
+def _fresh_interview(it: Interview, q: Question) -> Interview:
+    """Another interview on ``q`` with the same bank, store and model port, and a listener of its own."""
+    p = it.ports
+    fresh = Interview.start(
+        Ports(bank=p.bank, store=p.store, model=p.model, listener=Listener()),
+        ["inference-deep-dive"],
+        question_ids=[q.id],
+    )
+    fresh.advance_all()
+    return fresh
+
+
+def test_typing_an_answer_that_skips_a_level_prefills_the_deeper_prompt(tmp_path):
+    """A deepen names level 2 before the answer: prefill must send that prompt, not level 1's, or Send reads the
+    whole answer again. The reading is made at a sentence's end and Send reuses it."""
+    main = (
+        SOLID_MAIN
+        + " That assumes requests arrive spread out over time and the scheduler waits for stragglers."
+    )
+    q = batching()
+    with _typed_interview(tmp_path, q) as (server, port, it, answers_read):
         assert port.prefiller.wait_idle(10)
         before = len(server.stats.prompts)
         words = main.split()
@@ -421,12 +443,7 @@ def test_typing_an_answer_that_skips_a_level_prefills_the_deeper_prompt(tmp_path
         assert final.startswith(ahead[-1]) and final[len(ahead[-1]) :].lstrip().startswith(words[-1])
         assert len(answers_read) == reads, "Send read the answer again"
         # A typed answer that stays on the next level keeps its prompt (no reading flips it).
-        it2 = Interview.start(
-            Ports(bank=ports.bank, store=ports.store, model=port, listener=Listener()),
-            ["inference-deep-dive"],
-            question_ids=[q.id],
-        )
-        it2.advance_all()
+        it2 = _fresh_interview(it, q)
         thin = "Batching raises throughput. The weights are read once per step for the whole batch. "
         it2.prefill(thin)
         assert f"probe: {intent(q, 1)}" in it2.ahead.prefill_messages(thin)[-1].content  # type: ignore[index]
@@ -435,34 +452,13 @@ def test_typing_an_answer_that_skips_a_level_prefills_the_deeper_prompt(tmp_path
 def test_an_answer_typed_without_its_last_full_stop_is_read_when_the_typing_pauses(tmp_path):
     """Mid-sentence text is not read while the candidate types; once they stop (``paused``) it is read, the
     prompt sent ahead names the level that reading leads to, and Send reuses the reading."""
-    from interviewer.config import load_settings
-    from interviewer.llm.client import build_port
-    from interviewer.llm.standin import StandinServer
-
     # Skips a level (the why-1 target is in it) and stops without a full stop, as chat messages often do.
     main = (
         SOLID_MAIN
         + " That assumes requests arrive spread out over time and the scheduler waits for stragglers"
     )
     q = batching()
-    with StandinServer(keep_prompts=1000) as server:
-        settings = load_settings(data_dir=tmp_path, base_url=server.base_url, timeout=10.0)
-        port = build_port(settings, base_url=server.base_url, model="standin")
-        assert port.prefiller is not None
-        answers_read: list[str] = []
-
-        def coverage(answer, key_points, question):
-            answers_read.append(answer)
-            return lexical_coverage(answer, key_points, question)
-
-        ports = Ports(
-            bank=Bank(root=tmp_path, questions={q.id: q}),
-            store=SessionStore(tmp_path / "s.db"),
-            model=port,
-            listener=Listener(coverage=coverage),
-        )
-        it = Interview.start(ports, ["inference-deep-dive"], question_ids=[q.id])
-        it.advance_all()
+    with _typed_interview(tmp_path, q) as (server, port, it, answers_read):
         words = main.split()
         for n in range(1, len(words) + 1):
             it.prefill(" ".join(words[:n]))
@@ -481,12 +477,7 @@ def test_an_answer_typed_without_its_last_full_stop_is_read_when_the_typing_paus
         assert it.level == 2 and last_asked(it)["move"] == "deepen"
         assert len(answers_read) == reads, "Send read the answer again"
         # Text that ends a sentence was read when the sentence ended; a pause after it sends nothing again.
-        it2 = Interview.start(
-            Ports(bank=ports.bank, store=ports.store, model=port, listener=Listener()),
-            ["inference-deep-dive"],
-            question_ids=[q.id],
-        )
-        it2.advance_all()
+        it2 = _fresh_interview(it, q)
         assert it2.prefill(SOLID_MAIN) and not it2.prefill(SOLID_MAIN, paused=True)
 
 
