@@ -57,6 +57,35 @@ def test_a_denied_attributed_or_asked_claim_is_not_asserted(bank, bank_scorer, a
     assert bank_scorer.wrong_claims(bank.get("case.benchmark-contract"), answer) == []
 
 
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "When throughput rises, each user's latency drops.",
+        "If the server's throughput goes up, the latency of every request goes down.",
+    ],
+)
+def test_a_wrong_claim_told_with_other_words_for_its_direction_is_found(
+    bank, bank_scorer, answer: str
+) -> None:
+    """ "Rises" and "goes down" are the authored "higher" and "lower" said another way."""
+    hits = bank_scorer.wrong_claims(bank.get("case.benchmark-contract"), answer)
+    assert [h.name for h in hits] == ["throughput equals latency"]
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Throughput can rise while each user's latency rises too.",
+        "Throughput goes up with the batch, and per-request latency goes up as well.",
+        "We set up the benchmark and broke down the latency by phase.",
+    ],
+)
+def test_a_claim_with_only_one_of_its_directions_is_not_found(bank, bank_scorer, answer: str) -> None:
+    """The wrong claim has throughput and latency moving opposite ways; a clause where both rise, or where "up"
+    and "down" name no movement, does not assert it."""
+    assert bank_scorer.wrong_claims(bank.get("case.benchmark-contract"), answer) == []
+
+
 def test_a_clause_close_to_a_wrong_claim_without_its_telling_words_is_not_taken_for_it(bank) -> None:
     """The right IoU reads like "IoU divides the intersection by the sum of the two areas" to sentence vectors;
     it shares none of the claim's telling words ("divides", "sum"), so it is not the claim."""

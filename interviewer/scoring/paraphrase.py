@@ -13,15 +13,17 @@ phrasings (the claim itself or an ``any_of``):
 - it uses at least half (:data:`TELLING_SHARE`) of the phrasing's *telling* words, the words of the phrasing
   that neither the question nor any right statement uses ("divides" and "sum" in "IoU divides the intersection
   by the sum of the two areas"); a phrasing without telling words is left to the clause reader. Sentence
-  vectors barely see which way round a claim goes; the telling words do;
+  vectors barely see which way round a claim goes; the telling words do. A word for which way a quantity
+  moves stands for its whole class (:data:`DIRECTIONS`): "if throughput goes up, latency goes down" uses
+  "higher" and "lower" of "higher throughput means lower latency";
 - it states every number the phrasing states, in digits or in words: "the range divided by 255" is the right
   int8 scale, "divided by 256" the classic slip, and neither the vectors nor the words see the difference;
 - its negations agree with the phrasing's ("it doesn't cost anything" for "preemption costs nothing"), and it
   is neither a question nor someone else's view ("people think ...").
 
 The thresholds and checks were chosen on the trap dev split (109 questions): the clause and word readers find a
-wrong claim in 6 of its fluent-but-wrong answers, with this reader 42; it takes no strong and 4 partial answers
-for a wrong claim. Word order was tried as a further check and left out: on the dev split it dropped passive
+wrong claim in 6 of its fluent-but-wrong answers, with this reader 44 (42 before the direction classes); it
+takes no strong and 4 partial answers for a wrong claim. Word order was tried as a further check and left out: on the dev split it dropped passive
 rewordings of wrong claims ("at the end of the epoch you average the weights") before it held back any right
 clause. A hit is the clause reader's :class:`ContradictionHit`, so the scorer caps on it and the interviewer
 challenges it, quoting the candidate's sentence.
@@ -50,6 +52,42 @@ TELLING_SHARE = 0.5  # share of the phrasing's telling words the clause must use
 # sentence is compared on its own: ", so", ", and", ", because", ", since", ", which" and a colon.
 _PIECES = re.compile(r",\s+(?=so\b|and\b|because\b|since\b|which\b)|:\s+", re.IGNORECASE)
 _PIECE_WORDS = 3  # shorter pieces ("so it's fast") stay with nothing to compare
+
+
+# Which way a quantity moves, in the words candidates use for it. A clause using any word of a class (or "goes
+# up" / "goes down") is taken to use every word of it when the phrasing's telling words are counted; the
+# phrasing's own telling words do not change. "up" and "down" count only after a verb of motion: "set up" and
+# "break down" say nothing about a direction.
+DIRECTIONS: tuple[frozenset[str], ...] = (
+    frozenset(
+        "higher high more increase increases increased increasing rise rises rising rose risen grow grows "
+        "growing grew grown larger bigger greater raise raises raised boost boosts boosted".split()
+    ),
+    frozenset(
+        "lower low less fewer decrease decreases decreased decreasing fall falls falling fell fallen drop drops "
+        "dropping dropped shrink shrinks shrinking shrank smaller reduce reduces reduced reducing decline "
+        "declines declined".split()
+    ),
+)
+_MOVES = re.compile(
+    r"\b(?:go|goes|going|went|gone|move|moves|moving|moved|climb|climbs|shoot|shoots|come|comes|came)\s+"
+    r"(up|down)\b",
+    re.IGNORECASE,
+)
+_WORD = re.compile(r"[a-z]+", re.IGNORECASE)
+_DIRECTION_STEMS = tuple(frozenset().union(*(stems(w) for w in words)) for words in DIRECTIONS)
+
+
+def _directions(text: str) -> set[int]:
+    """Which direction classes (:data:`DIRECTIONS`, by index) ``text`` uses."""
+    used = {w.lower() for w in _WORD.findall(text)}
+    moves = {m.lower() for m in _MOVES.findall(text)}
+    return {i for i, cls in enumerate(DIRECTIONS) if used & cls or ("up", "down")[i] in moves}
+
+
+def _words(text: str, directions: set[int]) -> set[str]:
+    """The stems of ``text``, with every word of the direction classes it uses."""
+    return stems(text).union(*(_DIRECTION_STEMS[i] for i in directions))
 
 
 def _pieces(clause: Clause) -> list[Clause]:
@@ -95,17 +133,25 @@ def paraphrased_contradictions(
     said, wrong, true = np.split(vecs, [len(own), len(own) + len(phrasings)])
     to_wrong = said @ wrong.T
     to_right = (said @ true.T).max(axis=1) if len(truths) else np.full(len(own), -1.0)
-    # what each phrasing asks of a clause, worked out once: its negation parity, telling words and numbers
-    asks = [(_polarity(p), stems(p) - known, numbers_written(p)) for _, p in phrasings]
+    # what each phrasing asks of a clause, worked out once: its negation parity, telling words, numbers, and the
+    # directions among its telling words (a clause must use each of them)
+    asks = []
+    for _, p in phrasings:
+        telling = stems(p) - known
+        ways = {i for i, cls in enumerate(_DIRECTION_STEMS) if telling & cls}
+        asks.append((_polarity(p), telling, numbers_written(p), ways))
     best: dict[str, tuple[float, int]] = {}
     for i, clause in enumerate(own):
-        words, polarity = stems(clause.text), _polarity(clause.text)
+        directions = _directions(clause.text)
+        words, polarity = _words(clause.text, directions), _polarity(clause.text)
         for j, (c, _) in enumerate(phrasings):
             sim = float(to_wrong[i, j])
-            phrase_polarity, telling, numbers = asks[j]
+            phrase_polarity, telling, numbers, ways = asks[j]
             if sim < SIMILAR or sim - float(to_right[i]) < CLOSER_BY or polarity != phrase_polarity:
                 continue
             if not telling or len(telling & words) < TELLING_SHARE * len(telling):
+                continue
+            if not ways <= directions:  # said the other way round, or only half of it
                 continue
             if not states_numbers(clause.text, numbers):
                 continue
