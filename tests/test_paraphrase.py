@@ -138,3 +138,18 @@ def test_a_numeric_wrong_claim_needs_its_number_stated(bank, monkeypatch) -> Non
     # The number is what holds the right clause back: without the check it is taken for the claim.
     monkeypatch.setattr(paraphrase, "states_numbers", lambda piece, needed: True)
     assert [h.name for h in paraphrased_contradictions(enc, right, *args)] == [claim.name]
+
+
+@pytest.mark.parametrize(
+    ("text", "directions"),
+    [
+        ("Latency goes down as the batch shrinks.", {1}),
+        ("Cost rises increasingly fast while quality lowers.", {0, 1}),
+        ("More replicas, less queueing.", {0, 1}),
+        ("We set up the cache and broke down the cost by phase.", set()),
+    ],
+)
+def test_direction_words_are_read_from_the_word_its_stem_or_a_verb_of_motion(
+    text: str, directions: set[int]
+) -> None:
+    assert paraphrase._directions(text) == directions

@@ -79,10 +79,16 @@ _DIRECTION_STEMS = tuple(frozenset().union(*(stems(w) for w in words)) for words
 
 
 def _directions(text: str) -> set[int]:
-    """Which direction classes (:data:`DIRECTIONS`, by index) ``text`` uses."""
+    """Which direction classes (:data:`DIRECTIONS`, by index) ``text`` uses: one of their words or its stem
+    ("increasingly"), or "up" / "down" after a verb of motion."""
     used = {w.lower() for w in _WORD.findall(text)}
+    words = stems(text)
     moves = {m.lower() for m in _MOVES.findall(text)}
-    return {i for i, cls in enumerate(DIRECTIONS) if used & cls or ("up", "down")[i] in moves}
+    return {
+        i
+        for i, (cls, cls_stems) in enumerate(zip(DIRECTIONS, _DIRECTION_STEMS, strict=True))
+        if used & cls or words & cls_stems or ("up", "down")[i] in moves
+    }
 
 
 def _words(text: str, directions: set[int]) -> set[str]:
