@@ -153,3 +153,12 @@ def test_direction_words_are_read_from_the_word_its_stem_or_a_verb_of_motion(
     text: str, directions: set[int]
 ) -> None:
     assert paraphrase._directions(text) == directions
+
+
+def test_a_plural_the_right_statements_use_in_the_singular_is_not_a_telling_word(bank, bank_scorer) -> None:
+    """The rubric's right statements say "NaN"; the wrong claim says "NaNs are just noise". "NaNs" tells nothing
+    apart, so a right cause of NaNs, close to the claim in vectors, is not taken for it; the claim still is."""
+    q = bank.get("phone.applied.nan-loss-debugging")
+    assert bank_scorer.wrong_claims(q, "NaNs mostly come from a learning rate that is too high.") == []
+    hits = bank_scorer.wrong_claims(q, "Those NaNs are just noise; skip the batch and carry on.")
+    assert [h.name for h in hits] == ["NaNs are random noise"]

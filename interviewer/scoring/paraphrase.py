@@ -54,6 +54,12 @@ _PIECES = re.compile(r",\s+(?=so\b|and\b|because\b|since\b|which\b)|:\s+", re.IG
 _PIECE_WORDS = 3  # shorter pieces ("so it's fast") stay with nothing to compare
 
 
+def _stems(text: str) -> set[str]:
+    """The word stems of ``text`` with a final "s" dropped: the stemmer keeps it on short words, and "NaNs" in a
+    claim is not a telling word when the rubric's right statements say "NaN"."""
+    return {w[:-1] if len(w) > 3 and w.endswith("s") else w for w in stems(text)}
+
+
 # Which way a quantity moves, in the words candidates use for it. A clause using any word of a class (or "goes
 # up" / "goes down") is taken to use every word of it when the phrasing's telling words are counted; the
 # phrasing's own telling words do not change. "up" and "down" count only after a verb of motion: "set up" and
@@ -75,14 +81,14 @@ _MOVES = re.compile(
     re.IGNORECASE,
 )
 _WORD = re.compile(r"[a-z]+", re.IGNORECASE)
-_DIRECTION_STEMS = tuple(frozenset().union(*(stems(w) for w in words)) for words in DIRECTIONS)
+_DIRECTION_STEMS = tuple(frozenset().union(*(_stems(w) for w in words)) for words in DIRECTIONS)
 
 
 def _directions(text: str) -> set[int]:
     """Which direction classes (:data:`DIRECTIONS`, by index) ``text`` uses: one of their words or its stem
     ("increasingly"), or "up" / "down" after a verb of motion."""
     used = {w.lower() for w in _WORD.findall(text)}
-    words = stems(text)
+    words = _stems(text)
     moves = {m.lower() for m in _MOVES.findall(text)}
     return {
         i
@@ -93,7 +99,7 @@ def _directions(text: str) -> set[int]:
 
 def _words(text: str, directions: set[int]) -> set[str]:
     """The stems of ``text``, with every word of the direction classes it uses."""
-    return stems(text).union(*(_DIRECTION_STEMS[i] for i in directions))
+    return _stems(text).union(*(_DIRECTION_STEMS[i] for i in directions))
 
 
 def _pieces(clause: Clause) -> list[Clause]:
@@ -133,7 +139,7 @@ def paraphrased_contradictions(
     if not wanted or not own:
         return []
     truths = [c.text for t in right for c in clauses(t)]
-    known = stems(question).union(*(stems(t) for t in truths))
+    known = _stems(question).union(*(_stems(t) for t in truths))
     phrasings = [(c, p) for c in wanted for p in (c.claim, *c.any_of)]
     vecs = enc.sentences([c.text for c in own] + [p for _, p in phrasings] + truths)
     said, wrong, true = np.split(vecs, [len(own), len(own) + len(phrasings)])
@@ -143,7 +149,7 @@ def paraphrased_contradictions(
     # directions among its telling words (a clause must use each of them)
     asks = []
     for _, p in phrasings:
-        telling = stems(p) - known
+        telling = _stems(p) - known
         ways = {i for i, cls in enumerate(_DIRECTION_STEMS) if telling & cls}
         asks.append((_polarity(p), telling, numbers_written(p), ways))
     best: dict[str, tuple[float, int]] = {}
