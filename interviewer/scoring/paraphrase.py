@@ -86,22 +86,16 @@ _WORD = re.compile(r"[a-z]+", re.IGNORECASE)
 _DIRECTION_STEMS = tuple(frozenset().union(*(_stems(w) for w in words)) for words in DIRECTIONS)
 
 
-def _directions(text: str) -> set[int]:
-    """Which direction classes (:data:`DIRECTIONS`, by index) ``text`` uses: one of their words or its stem
-    ("increasingly"), or "up" / "down" after a verb of motion."""
+def _directions(text: str, words: set[str]) -> set[int]:
+    """Which direction classes (:data:`DIRECTIONS`, by index) ``text`` uses, given its stems ``words``: one of
+    their words or its stem ("increasingly"), or "up" / "down" after a verb of motion."""
     used = {w.lower() for w in _WORD.findall(text)}
-    words = _stems(text)
     moves = {m.lower() for m in _MOVES.findall(text)}
     return {
         i
         for i, (cls, cls_stems) in enumerate(zip(DIRECTIONS, _DIRECTION_STEMS, strict=True))
         if used & cls or words & cls_stems or ("up", "down")[i] in moves
     }
-
-
-def _words(text: str, directions: set[int]) -> set[str]:
-    """The stems of ``text``, with every word of the direction classes it uses."""
-    return _stems(text).union(*(_DIRECTION_STEMS[i] for i in directions))
 
 
 def _pieces(clause: Clause) -> list[Clause]:
@@ -156,8 +150,11 @@ def paraphrased_contradictions(
         asks.append((_polarity(p), telling, numbers_written(p), ways))
     best: dict[str, tuple[float, int]] = {}
     for i, clause in enumerate(own):
-        directions = _directions(clause.text)
-        words, polarity = _words(clause.text, directions), _polarity(clause.text)
+        # the clause's stems, with every word of the direction classes it uses
+        words = _stems(clause.text)
+        directions = _directions(clause.text, words)
+        words = words.union(*(_DIRECTION_STEMS[d] for d in directions))
+        polarity = _polarity(clause.text)
         for j, (c, _) in enumerate(phrasings):
             sim = float(to_wrong[i, j])
             phrase_polarity, telling, numbers, ways = asks[j]
