@@ -4,8 +4,9 @@ Run: ``.venv/bin/python benchmarks/bench_listen_traps.py [--lexical] [--readings
 
 For each non-coding question, the four trap answers are read as the candidate's first answer (level 0), the
 way the interviewer reads them before choosing its follow-up, and the table counts what the reader decided:
-a fluent-but-wrong answer should be challenged ("contradicts"), an off-topic answer redirected ("off_topic"),
-and a strong answer should be neither. No model; the reader is offline. As in the app, off-topic is the
+a fluent-but-wrong answer should be challenged ("contradicts"), an off-topic answer redirected ("off_topic", or
+"no_episode" where a real episode was asked for and none is told), and a strong answer should be neither. No
+model; the reader is offline. As in the app, off-topic is the
 scorer's rule (MiniLM relevance, the bank's other questions, the rubric's checks); ``--lexical``: the reader's
 own word-share rule (what it falls back to without a scorer). Figures per split (tests/support/traps.py): the
 scorer's unmet-rubric threshold was chosen on "dev".
@@ -88,10 +89,11 @@ def main() -> int:
         for label, c in table.items():
             print(f"{label:<12}" + "".join(f"{c[k]:>12}" for k in cols))
         print(f"wrong answers challenged (contradicts): {table['wrong']['contradicts']}/{n}")
-        print(f"off-topic answers redirected (off_topic): {table['off_topic']['off_topic']}/{n}")
-        bad = table["strong"]["contradicts"] + table["strong"]["off_topic"]
+        redirected = {k: table[k]["off_topic"] + table[k]["no_episode"] for k in table}
+        print(f"off-topic answers redirected (off_topic, no_episode): {redirected['off_topic']}/{n}")
+        bad = table["strong"]["contradicts"] + redirected["strong"]
         print(f"strong answers wrongly challenged or redirected: {bad}/{n}")
-        print(f"wrong answers redirected as off-topic: {table['wrong']['off_topic']}/{n}")
+        print(f"wrong answers redirected (off_topic, no_episode): {redirected['wrong']}/{n}")
     return 0
 
 

@@ -7,7 +7,9 @@ call and the follow-up prompt keeps its cacheable prefix:
   (:mod:`interviewer.clarify`) and the turn stays open;
 - "I don't know" gets one graded hint (the authored one; it is recorded on the turn and costs points), or an
   invitation to guess when the rubric has none;
-- an answer too short to probe gets one request to expand; an off-topic answer is redirected once;
+- an answer too short to probe gets one request to expand; an off-topic answer is redirected once, and so is
+  a first answer to a "tell me about a time" question (``episode`` in its rubric) that tells no episode: it is
+  asked for one specific time (:mod:`interviewer.scoring.episode`);
 - a classic wrong claim (the rubric's contradictions, read clause by clause by
   :mod:`interviewer.scoring.claims`, plus a looser word match on the claim itself and, given the scorer's
   ``wrong_claims``, the claim in other words of :mod:`interviewer.scoring.paraphrase`) is challenged by name,
@@ -37,9 +39,12 @@ from interviewer.embeddings import Embedder
 
 # The shared clause reader: the scorer caps a criterion on the same reading the interviewer challenges.
 from interviewer.scoring.claims import ATTRIBUTION, NEGATION, clauses, contradictions_asserted, sentences
+from interviewer.scoring.episode import tells_episode
 from interviewer.text import LISTEN_STOP_WORDS, stems
 
-Kind = Literal["asks_back", "idk", "too_short", "off_topic", "contradicts", "covered", "partial", "answer"]
+Kind = Literal[
+    "asks_back", "idk", "too_short", "off_topic", "no_episode", "contradicts", "covered", "partial", "answer"
+]
 Move = Literal[
     "clarify", "hint", "encourage", "expand", "redirect", "challenge", "deepen", "push", "why", "next"
 ]
@@ -354,6 +359,15 @@ class Listener:
                 relevance=relevance,
                 reason=f"asserts '{hit.claim}'",
             )
+        if level == 0 and q.episode and not tells_episode(text):
+            # A principle or a habit where one real time was asked for: whatever its words, ask for the time.
+            return Reading(
+                "no_episode",
+                covers,
+                quote=_quote(sents[0] if sents else text),
+                relevance=relevance,
+                reason="tells no specific episode",
+            )
         if len(stems(text) - self._generic_words()) >= 4 and not touches:
             if self.topic is not None:
                 why = self.topic(q, text)
@@ -641,6 +655,10 @@ _ACKS = ("Right.", "OK, that makes sense.", "Fair enough.")
 _DEEPEN_ACK = "That already answers what I was going to ask next."
 _PUSH_LEAD = "You've reasoned that through; let's push it further."
 _REDIRECT_LEAD = "Let's stay on the question I asked."
+_EPISODE_ASK = (
+    "Let's make it concrete: tell me about one specific time from your own work. What was the situation, "
+    "what did you do, and how did it turn out?"
+)
 _EXPAND = "Could you say a bit more: what's your reasoning there?"
 _ENCOURAGE = "That's fine. What would your best guess be, and why?"
 # Spoken only, before a model-written why that has no acknowledgement: a human interviewer bridges into the
@@ -658,6 +676,7 @@ SPOKEN_LEADS: tuple[str, ...] = (
     _DEEPEN_ACK,
     _PUSH_LEAD,
     _REDIRECT_LEAD,
+    _EPISODE_ASK,
     _EXPAND,
     _ENCOURAGE,
     *_BRIDGES,
@@ -686,7 +705,10 @@ def _after(q: Question, level: int, reading: Reading, done: Done) -> tuple[Move,
         return ("deepen" if skipped else "why"), nxt
     if level < PUSH_LEVEL and q.push:
         well = set(done.well) | {lvl for lvl, share in reading.covers.items() if share >= WELL}
-        if reading.kind not in ("idk", "off_topic", "too_short", "contradicts") and {1, 2} <= well:
+        if (
+            reading.kind not in ("idk", "off_topic", "no_episode", "too_short", "contradicts")
+            and {1, 2} <= well
+        ):
             return "push", PUSH_LEVEL
     return "next", PUSH_LEVEL + 1
 
@@ -725,6 +747,8 @@ def choose(
         return Plan("expand", level, _EXPAND)
     if reading.kind == "off_topic" and not done.redirected:
         return Plan("redirect", level, f"{_REDIRECT_LEAD} {last}")
+    if reading.kind == "no_episode" and not done.redirected:
+        return Plan("redirect", level, _EPISODE_ASK)
     if reading.kind == "contradicts" and reading.hit is not None and reading.hit.name not in done.challenged:
         text = f"You said \u201c{reading.quote}\u201d. {reading.hit.challenge.strip()}"
         return Plan("challenge", level, text, meta={"contradiction": reading.hit.name})

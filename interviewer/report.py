@@ -439,12 +439,18 @@ def _md_question(q: QuestionReport) -> list[str]:
     return out
 
 
+def _caps(s: QuestionScore) -> list[str]:
+    """Why the question's score was held down, as the scorer put it ("capped at 1.5: the answer asserts ...")."""
+    return [n for n in s.notes if n.startswith("capped at ")]
+
+
 def _md_score(s: QuestionScore) -> list[str]:
     out = [
         f"Score **{s.overall:.1f}/4**, why-chain depth **{s.why_depth}/2**, "
         f"methods: {', '.join(s.methods) or 'n/a'}.",
         "",
     ]
+    out += [f"- {_md_escape(n)}" for n in _caps(s)]
     for c in s.criteria:
         why = f" \u2014 {_md_escape(c.reason)}" if c.reason else ""
         out.append(f"- **{c.criterion}**: level {c.level} ({c.method}){why}")
@@ -510,6 +516,7 @@ def render_html(rep: Report) -> str:
                 body.append(
                     f"<p>Score <b>{s.overall:.1f}/4</b>, why-chain depth <b>{s.why_depth}/2</b>.</p><ul>"
                 )
+                body += [f"<li>{e(n)}</li>" for n in _caps(s)]
                 for c in s.criteria:
                     quotes = "".join(f"<li class=quote>\u201c{e(x)}\u201d</li>" for x in c.evidence[:3])
                     if c.contradicted_by:

@@ -282,6 +282,37 @@ def test_off_topic_is_redirected_once(tmp_path):
     assert it.level == 1  # redirected once; then the interview goes on
 
 
+EPISODE_QUESTION = "Tell me about a time batching made a request slower for someone. What happened?"
+HABIT = "I always measure the time to first token per request before I turn batching on, and I keep the window short."
+STORY = "Last spring we turned on batching and our first request of the morning waited 40 ms for stragglers."
+
+
+def test_a_first_answer_with_no_episode_is_asked_for_one_specific_time_once(tmp_path):
+    it = interview(tmp_path, q=batching(id="t.batching-story", episode=True, question=EPISODE_QUESTION))
+    text = say(it, HABIT)
+    assert text.startswith("Let's make it concrete") and "one specific time" in text and it.level == 0
+    assert last_asked(it)["move"] == "redirect"
+    say(it, "Again, I measure first and keep the batching window short.")
+    assert it.level == 1  # asked once; then the interview goes on
+
+
+def test_a_story_answers_an_episode_question_and_a_habit_answers_any_other():
+    listener = Listener()
+    told = batching(id="t.batching-story", episode=True, question=EPISODE_QUESTION)
+    assert listener.read(told, 0, STORY).kind != "no_episode"
+    assert choose(told, 0, listener.read(told, 0, STORY), Done(), STORY).move != "redirect"
+    assert listener.read(told, 0, HABIT).kind == "no_episode"
+    assert listener.read(batching(), 0, HABIT).kind != "no_episode"  # not asked for an episode
+    assert listener.read(told, 1, HABIT).kind != "no_episode"  # a why answer may speak in general
+
+
+def test_a_wrong_claim_with_no_episode_is_challenged_rather_than_asked_for_a_time():
+    q = batching(id="t.batching-story", episode=True, question=EPISODE_QUESTION)
+    wrong = "In my view batching reduces latency for all requests, so I turn it on everywhere."
+    plan = choose(q, 0, Listener().read(q, 0, wrong), Done(), wrong)
+    assert plan.move == "challenge"
+
+
 def test_a_question_back_is_answered_from_the_scenario_without_advancing(tmp_path):
     model = ScriptedChatModel()
     it = interview(tmp_path, model=model)

@@ -190,3 +190,26 @@ def test_the_report_shows_what_a_hint_cost_and_what_a_push_earned(fixture_bank, 
     assert f"- {hint_note}" in md and hint_note in page
     assert "- push (derive): coverage " in md and "push (derive): coverage " in page
     assert "needed 1 hint(s)" in md  # the study plan says the question needed help
+
+
+class CappedScorer(FixedScorer):
+    """A score held down by one of the scorer's caps, beside a note meant for the scorer's own log."""
+
+    CAP = "capped at 1.5: a real time was asked for, and the answers tell none (a principle, a habit or a plan instead)"
+
+    def score(self, question, answers, code_verdict_passed=None, hints=()) -> QuestionScore:
+        base = super().score(question, answers, code_verdict_passed, hints)
+        return base.model_copy(update={"notes": ["coverage level 3.1 from 4 key points", self.CAP]})
+
+
+def test_the_report_says_why_a_score_was_capped(fixture_bank, tmp_path):
+    store = SessionStore(tmp_path / "s.db")
+    it = _run(
+        fixture_bank, store, ["phone-screen"], ["4.7x", "perfect scaling", "bandwidth"], CappedScorer(1.5, 0)
+    )
+    rep = build_report(store, fixture_bank, it.session_id, owner="me")
+    md, page = render_markdown(rep), render_html(rep)
+    assert f"- {CappedScorer.CAP}" in md and f"<li>{CappedScorer.CAP}</li>" in page
+    assert (
+        "coverage level 3.1" not in md and "coverage level 3.1" not in page
+    )  # the scorer's own notes stay out

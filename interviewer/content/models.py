@@ -238,6 +238,9 @@ class Question(_Strict):
     difficulty: int = Field(ge=1, le=3)
     question: NonEmpty
     variants: list[str] = Field(default_factory=list)
+    # The question asks for one real past episode ("tell me about a time ..."): a first answer that tells none
+    # (a principle, a habit, a plan in the conditional) is asked for a specific time before anything else.
+    episode: bool = False
     key_points: list[NonEmpty] = Field(min_length=2)
     criteria: list[Criterion] = Field(min_length=1)
     why_chain: list[WhyStep] = Field(min_length=2, max_length=2)

@@ -18,6 +18,10 @@ How the methods combine (every score's ``notes`` spell out the numbers):
   and the rubric does; an empty one scores 0; an answer that is about the question only through a wrong claim
   (off-topic by the relevance rules otherwise, nothing stated right) keeps that off-topic cap, reported as the
   wrong claim: being wrong never scores above being about something else;
+- a question that asks for one real past episode (``Question.episode``: "tell me about a time ...") is capped
+  at ``NO_EPISODE_MAX`` (1.5) when none of its answers tells one (:mod:`interviewer.scoring.episode`: a
+  principle, a habit or a plan in the conditional where a time was asked for), as its rubric scores "no real
+  episode" at the bottom;
 - reading probes (with a reader: :class:`~interviewer.scoring.probe_reader.ProbeReader` on a model, or any
   :data:`~interviewer.scoring.stages.Reader`): a model answers each key point's probes from the candidate's
   text and the rubric judges the readings (:mod:`interviewer.scoring.reader`). Per key point, a probe that
@@ -75,6 +79,7 @@ from interviewer.native import native_call
 from interviewer.scoring import stages
 from interviewer.scoring.claims import ContradictionHit, explained_text
 from interviewer.scoring.coverage import Calibration, TextEncoder, load_calibration, score_coverage
+from interviewer.scoring.episode import tells_episode
 from interviewer.scoring.guard import screen
 from interviewer.scoring.models import KeyPointVerdict, QuestionScore
 from interviewer.scoring.spec import Answers, RubricSpec
@@ -87,6 +92,7 @@ from interviewer.scoring.stages import (
     HINT_COST,
     HINT_COST_MAX,
     MAX_EVIDENCE,
+    NO_EPISODE_MAX,
     OFF_TOPIC_BELOW,
     OFF_TOPIC_MAX,
     PUSH_BONUS_MAX,
@@ -110,6 +116,7 @@ __all__ = [  # the scoring rules' public names live in stages.py; these are re-e
     "HINT_COST",
     "HINT_COST_MAX",
     "MAX_EVIDENCE",
+    "NO_EPISODE_MAX",
     "OFF_TOPIC_BELOW",
     "OFF_TOPIC_MAX",
     "PUSH_BONUS_MAX",
@@ -339,6 +346,7 @@ class RubricScorer:
             # the probes found the answer about this question: no relevance cap either
             rel=replace(rel, value=max(rel.value, RELEVANT_FROM), gap=None) if fnd.about_question else rel,
             wrong_only=wrong_only,
+            no_episode=spec.episode and not any(tells_episode(a) for a in seen.given),
         )
         costs, overall = stages.hints(hints, overall)
         adjustments += costs

@@ -71,6 +71,9 @@ class RubricSpec:
     # A story question ("tell me about a time..."): a genuine answer tells the candidate's own story in its own
     # words, so sharing little wording with the rubric does not make it an answer about something else.
     story: bool = False
+    # The question asks for one real past episode ("tell me about a time ..."): an answer that tells none is a
+    # principle or a habit where a time was asked for (:mod:`interviewer.scoring.episode`).
+    episode: bool = False
     model_answer: str | None = None  # the authored model answer: a right statement for wrong-claim reading
 
     def right_statements(self) -> list[str]:
@@ -96,6 +99,7 @@ class RubricSpec:
             push=StepSpec(push.ask, list(push.key_points), push.kind) if push else None,
             probes=list(question.probes),
             story=question.round in STORY_ROUNDS,
+            episode=question.episode,
             model_answer=question.model_answer,
         )
 
@@ -122,6 +126,7 @@ class RubricSpec:
                 contradictions=list(q.contradictions),
                 reference=reference,
                 story=q.round in STORY_ROUNDS,
+                episode=q.episode,
             )
         spec = _parse_rubric(_load_rubric(rubric), reference)
         key_points = spec.key_points or split_sentences(spec.reference or "")

@@ -52,6 +52,7 @@ MAX_EVIDENCE = 4
 CONTRADICTED_CRITERION_MAX = 1  # a criterion touched by an asserted classic wrong claim
 CONTRADICTED_ANSWER_MAX = 1.5  # the whole question when its answer asserts one
 OFF_TOPIC_MAX = 0.5
+NO_EPISODE_MAX = 1.5  # asked for one real time, every answer tells none: like a wrong claim, at most weak
 HINT_COST = 0.5  # off the overall per graded hint (see the scorer's module docstring)
 HINT_COST_MAX = 1.0  # all hints on one question together
 PUSH_BONUS_MAX = 0.5  # a push step answered with full coverage
@@ -1188,8 +1189,10 @@ def caps(
     passed: bool | None,
     rel: Relevance,
     wrong_only: Relevance | None = None,
+    no_episode: bool = False,
 ) -> tuple[float, list[str]]:
-    """The question's caps: a classic wrong claim, no answer, off-topic, or partly about the question.
+    """The question's caps: a classic wrong claim, no episode where one real time was asked for, no answer,
+    off-topic, or partly about the question.
 
     ``wrong_only``: the relevance rules applied as if the answer asserted no wrong claim. Being wrong never
     scores above being about something else: an answer that is about the question only through what it gets
@@ -1210,6 +1213,12 @@ def caps(
                 f"capped at {overall:g}: apart from the wrong claim the answer is not about this question "
                 f"({wrong_only.reason})"
             )
+    if no_episode and answered and overall > NO_EPISODE_MAX:
+        overall = NO_EPISODE_MAX
+        notes.append(
+            f"capped at {NO_EPISODE_MAX}: a real time was asked for, and the answers tell none (a principle, a "
+            "habit or a plan instead)"
+        )
     if not answered:
         overall = 0.0 if passed is None else min(overall, 2.0)
     elif off_topic and passed is None:

@@ -1,0 +1,60 @@
+"""Whether an answer tells a real past episode: what a "tell me about a time ..." question asks for.
+
+A question marked ``episode`` in its rubric asks for something that happened. An answer tells one when a person
+in it did something in the past ("I pushed back", "we measured", "my manager asked", "the job failed"), or when
+the answer places itself in time ("last spring", "two years ago", "at my previous job", "in 2022"), which also
+covers a story told in the present tense ("so last year I'm on call and ..."). An answer with neither tells no
+episode, however close its words are to the rubric: a preference ("I like teams that ..."), a principle, a habit
+in the present tense ("when everything is urgent I work on ..."), or a plan in the conditional ("I would first
+...").
+
+The reading is deliberately generous: one past-tense clause with a subject is enough, so a short but genuine
+story is never taken for a non-answer. Pure functions, no model.
+"""
+
+from __future__ import annotations
+
+import re
+
+# Simple-past forms of irregular verbs (regular ones end in "-ed"); negated pasts by their stem ("didn't").
+_IRREGULAR = (
+    "was were had did made took went got found built wrote led ran saw knew spent gave chose told thought brought "
+    "began became left kept felt sent met paid lost won broke fought taught caught sought bought held heard meant "
+    "read said set put cut let shut hit quit understood stood grew drew threw flew forgot rode spoke woke fell sat "
+    "shook swore tore hung dealt dug fed fled hid lent lit slid spun split spread struck stuck sank came "
+    "didn wasn weren hadn couldn"
+).split()
+# Who acts in a story: a pronoun, or a short noun phrase ("my tech lead", "the storage team", "our p99").
+_SUBJECT = r"(?:i|we|they|he|she|it|(?:my|our|the|his|her|their|that|this)(?:\s+[a-z0-9'-]+){1,2})"
+_ADVERBS = r"(?:[a-z]+ly|then|also|just|first|never|finally|still|even|only|soon|later|again|both|all|once)"
+# Words ending in "-ed" that are not pasts ("we need", "the first hundred").
+_NOT_PAST = (
+    "need speed seed feed indeed hundred embed proceed succeed exceed breed bleed red bed shed".split()
+)
+_PAST = re.compile(
+    rf"\b{_SUBJECT}\s+(?:{_ADVERBS}\s+){{0,2}}"
+    rf"(?:{'|'.join(_IRREGULAR)}|(?!(?:{'|'.join(_NOT_PAST)})\b)[a-z]{{2,}}ed)\b",
+    re.IGNORECASE,
+)
+_TIME = re.compile(
+    r"\b(?:last|previous|that)\s+(?:year|month|week|quarter|summer|winter|spring|autumn|fall|sprint|release|"
+    r"job|role|company|team|project|time|employer)\b|"
+    r"\b(?:a|an|one|two|three|four|five|six|few|several|many|\d+)\s+(?:years?|months?|weeks?|days?)\s+ago\b|"
+    r"\bin\s+(?:19|20)\d\d\b|"
+    r"\bat\s+my\s+(?:previous|last|old|former|first)\s+(?:job|company|team|role|employer|startup)\b|"
+    r"\b(?:back\s+when|when\s+i\s+was|when\s+we\s+were)\b",
+    re.IGNORECASE,
+)
+
+
+# A past form after these is a condition or a wish, not something that happened ("if I was wrong, I say so").
+_UNREAL = re.compile(r"\b(?:if|whether|unless|wish|though|suppose)\s+$", re.IGNORECASE)
+
+
+def tells_episode(text: str) -> bool:
+    """Whether ``text`` tells something that happened: a past-tense clause with a subject (not a condition), or
+    a time anchor."""
+    flat = text.replace("\u2019", "'")
+    if _TIME.search(flat):
+        return True
+    return any(not _UNREAL.search(flat[: m.start()]) for m in _PAST.finditer(flat))

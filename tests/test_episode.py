@@ -1,0 +1,81 @@
+"""Whether an answer tells a real past episode: sentences written for this test, not taken from any rubric."""
+
+from __future__ import annotations
+
+import pytest
+
+from interviewer.scoring.episode import tells_episode
+
+TOLD = [
+    # short but genuine: one past-tense clause is enough
+    "We had a 3 a.m. outage once; I rolled back the deploy and wrote the postmortem.",
+    "My tech lead wanted dynamic batching and I pushed back with a replay test.",
+    "The nightly job failed twice before anyone looked at the disk quota.",
+    "I didn't agree with the plan, so I asked for a week to measure it.",
+    "Honestly, it went badly at first.",
+    # a story told in the present tense, anchored in time
+    "So last year I'm on call, the p99 spikes, and I start bisecting the deploys one by one.",
+    "Two years ago at a startup, the team is shipping a new ranking model every week and it keeps regressing.",
+    "At my previous job the reviews take a month, so I set up a weekly office hour instead.",
+    "In 2022 our cluster runs at forty percent utilisation and finance asks me why.",
+]
+NOT_TOLD = [
+    "When priorities collide I rank them by what a week's delay would cost each one.",
+    "I would first ask what cheaper means, then profile where the GPU hours go.",
+    "I like teams that write short updates instead of holding daily stand-ups.",
+    "We need to agree on one metric before anyone changes code.",
+    "I've always found that measuring first saves time later.",
+    "Good mentoring means pairing early and reviewing often, because the first month sets habits.",
+    "For mixed precision keep master weights in FP32 and watch the loss for the first hundred steps.",
+    "It depends on the team, but usually I prefer to settle disagreements with data.",
+    "If I was wrong, I say so to the team and reverse the recommendation.",
+    "I wish we measured more before choosing a kernel.",
+]
+
+
+@pytest.mark.parametrize("text", TOLD)
+def test_a_past_tense_clause_or_a_time_anchor_tells_an_episode(text):
+    assert tells_episode(text)
+
+
+@pytest.mark.parametrize("text", NOT_TOLD)
+def test_a_principle_a_habit_or_a_plan_tells_no_episode(text):
+    assert not tells_episode(text)
+
+
+def test_every_episode_question_has_a_model_answer_that_tells_one(bank):
+    episodes = [q for q in bank.questions.values() if q.episode]
+    assert len(episodes) >= 20
+    assert {q.round.value for q in episodes} >= {"behavioral", "recruiter-screen"}
+    for q in episodes:
+        assert tells_episode(q.model_answer), q.id
+    # A question about views or plans is not one: its answers are not asked for a past time.
+    assert not bank.get("behavioral.field-direction").episode
+    assert not bank.get("recruiter.would-you-stay").episode
+
+
+HABIT = (
+    "When I hold a strong technical position, such as hand-writing kernels instead of trusting the compiler, and a "
+    "teammate challenges it, I agree with them up front on what evidence would convince me, rerun the benchmark "
+    "myself, and if I was wrong I say so openly to the team and reverse my recommendation. Since then I hold "
+    "opinions more loosely."
+)
+STORY = HABIT.replace("When I hold", "Two years ago I held").replace(" I agree ", " I agreed ")
+
+
+def test_the_scorer_caps_an_answer_that_tells_no_episode_where_one_was_asked_for(bank, bank_scorer):
+    from interviewer.scoring.stages import NO_EPISODE_MAX
+
+    q = bank.get("behavioral.changed-mind")
+    assert q.episode
+    habit = bank_scorer.score(q, [HABIT])
+    assert habit.overall == NO_EPISODE_MAX
+    assert any(n.startswith(f"capped at {NO_EPISODE_MAX}: a real time was asked for") for n in habit.notes)
+    # The same words as a story, or the habit on a question that asks for none, are not capped.
+    story = bank_scorer.score(q, [STORY])
+    assert story.overall > NO_EPISODE_MAX + 1 and not any("real time" in n for n in story.notes)
+    views = bank_scorer.score(q.model_copy(update={"id": "t.views", "episode": False}), [HABIT])
+    assert views.overall > NO_EPISODE_MAX + 1
+    # Asked for a time, the candidate tells one: the answers at that level join, and nothing is capped.
+    joined = bank_scorer.score(q, [f"{HABIT} {STORY}"])
+    assert joined.overall > NO_EPISODE_MAX
