@@ -162,3 +162,30 @@ def test_a_plural_the_right_statements_use_in_the_singular_is_not_a_telling_word
     assert bank_scorer.wrong_claims(q, "NaNs mostly come from a learning rate that is too high.") == []
     hits = bank_scorer.wrong_claims(q, "Those NaNs are just noise; skip the batch and carry on.")
     assert [h.name for h in hits] == ["NaNs are random noise"]
+
+
+def test_the_rubrics_own_words_are_never_read_as_its_wrong_claim(bank, bank_scorer) -> None:
+    """A candidate who repeats a model answer (the report shows them) is not challenged for it: a long piece of
+    a right statement, word for word, is that statement. "many gradients ... are smaller" shares a direction with
+    "loss scaling shrinks gradients", and a later push step's key point ("the last partial tile covers 3 rows")
+    is as true as the first step's."""
+    mixed = bank.get("phone.hardware.mixed-precision-loss-scaling")
+    assert bank_scorer.wrong_claims(mixed, mixed.model_answer) == []
+    tiled = bank.get("cpp.tiled-transpose")
+    later = [k for p in tiled.push[1:] for k in p.key_points]
+    assert later and all(bank_scorer.wrong_claims(tiled, k) == [] for k in later)
+    assert set(later) <= set(RubricSpec.from_question(tiled).right_statements())
+    # A wrong claim said beside the recited answer is still found.
+    wrong = "To be clear, loss scaling shrinks the gradients."
+    hits = bank_scorer.wrong_claims(mixed, f"{mixed.model_answer} {wrong}")
+    assert [h.name for h in hits] == ["scaling prevents overflow"] and hits[0].sentence == wrong
+
+
+@pytest.mark.slow
+def test_no_model_answer_in_the_bank_is_read_as_one_of_its_wrong_claims(bank, bank_scorer) -> None:
+    bad = [
+        f"{q.id}: '{h.claim}' in {h.sentence[:80]!r}"
+        for q in bank.questions.values()
+        for h in bank_scorer.wrong_claims(q, q.model_answer)
+    ]
+    assert not bad, "\n".join(bad)

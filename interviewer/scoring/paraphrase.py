@@ -20,7 +20,9 @@ phrasings (the claim itself or an ``any_of``):
 - it states every number the phrasing states, in digits or in words: "the range divided by 255" is the right
   int8 scale, "divided by 256" the classic slip, and neither the vectors nor the words see the difference;
 - its negations agree with the phrasing's ("it doesn't cost anything" for "preemption costs nothing"), and it
-  is neither a question nor someone else's view ("people think ...").
+  is neither a question nor someone else's view ("people think ...");
+- it is not a piece of a right statement word for word (:data:`_VERBATIM_WORDS` words or more): a candidate
+  who repeats the model answer the report showed is not challenged for it.
 
 The thresholds and checks were chosen on the trap dev split (109 questions): the clause and word readers find a
 wrong claim in 6 of its fluent-but-wrong answers, with this reader 45 (42 before the direction classes); it
@@ -54,6 +56,8 @@ TELLING_SHARE = 0.5  # share of the phrasing's telling words the clause must use
 # sentence is compared on its own: ", so", ", and", ", because", ", since", ", which" and a colon.
 _PIECES = re.compile(r",\s+(?=so\b|and\b|because\b|since\b|which\b)|:\s+", re.IGNORECASE)
 _PIECE_WORDS = 3  # shorter pieces ("so it's fast") stay with nothing to compare
+_VERBATIM_WORDS = 6  # a piece this long, word for word in a right statement, is that statement ("which lowers
+# variance" is not: a few words any answer may share)
 
 
 def _stems(text: str) -> set[str]:
@@ -83,6 +87,7 @@ _MOVES = re.compile(
     re.IGNORECASE,
 )
 _WORD = re.compile(r"[a-z]+", re.IGNORECASE)
+_TOKENS = re.compile(r"[a-z0-9]+(?:[.,][0-9]+)*")
 _DIRECTION_STEMS = tuple(frozenset().union(*(_stems(w) for w in words)) for words in DIRECTIONS)
 
 
@@ -101,6 +106,11 @@ def _directions(text: str, words: set[str]) -> set[int]:
 def _pieces(clause: Clause) -> list[Clause]:
     parts = [p for p in _PIECES.split(clause.text) if len(p.split()) >= _PIECE_WORDS]
     return [Clause(p, clause.sentence, clause.question) for p in parts] if len(parts) > 1 else [clause]
+
+
+def _flat(text: str) -> str:
+    """``text`` as lower-case words and numbers, one space apart: case, punctuation and spacing aside."""
+    return " ".join(_TOKENS.findall(text.lower()))
 
 
 def _polarity(text: str) -> int:
@@ -135,6 +145,7 @@ def paraphrased_contradictions(
     if not wanted or not own:
         return []
     truths = [c.text for t in right for c in clauses(t)]
+    written = [f" {_flat(t)} " for t in truths]  # a piece of a right clause, word for word, is right
     known = _stems(question).union(*(_stems(t) for t in truths))
     phrasings = [(c, p) for c in wanted for p in (c.claim, *c.any_of)]
     vecs = enc.sentences([c.text for c in own] + [p for _, p in phrasings] + truths)
@@ -150,6 +161,9 @@ def paraphrased_contradictions(
         asks.append((_polarity(p), telling, numbers_written(p), ways))
     best: dict[str, tuple[float, int]] = {}
     for i, clause in enumerate(own):
+        flat = _flat(clause.text)
+        if len(flat.split()) >= _VERBATIM_WORDS and any(f" {flat} " in w for w in written):
+            continue  # the rubric's own words: a candidate who repeats the model answer is not challenged for it
         # the clause's stems, with every word of the direction classes it uses
         words = _stems(clause.text)
         directions = _directions(clause.text, words)

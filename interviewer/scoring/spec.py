@@ -75,12 +75,19 @@ class RubricSpec:
     # principle or a habit where a time was asked for (:mod:`interviewer.scoring.episode`).
     episode: bool = False
     model_answer: str | None = None  # the authored model answer: a right statement for wrong-claim reading
+    # The key points of the push steps after the first: never scored, but true all the same.
+    later_push: list[str] = field(default_factory=list)
 
     def right_statements(self) -> list[str]:
-        """What the rubric holds true: the key points, the why steps' and the push step's, the model answer."""
+        """What the rubric holds true: the key points, the why steps' and every push step's, the model answer."""
         steps = [*self.why_steps, *([self.push] if self.push else [])]
         answers = {a for a in (self.model_answer, self.reference) if a}
-        return [*self.key_points, *(k for s in steps for k in s.key_points), *sorted(answers)]
+        return [
+            *self.key_points,
+            *(k for s in steps for k in s.key_points),
+            *self.later_push,
+            *sorted(answers),
+        ]
 
     @classmethod
     def from_question(cls, question: Question, reference: str | None = None) -> RubricSpec:
@@ -101,6 +108,7 @@ class RubricSpec:
             story=question.round in STORY_ROUNDS,
             episode=question.episode,
             model_answer=question.model_answer,
+            later_push=[k for p in question.push[1:] for k in p.key_points],
         )
 
     @classmethod
