@@ -79,3 +79,23 @@ def test_the_scorer_caps_an_answer_that_tells_no_episode_where_one_was_asked_for
     # Asked for a time, the candidate tells one: the answers at that level join, and nothing is capped.
     joined = bank_scorer.score(q, [f"{HABIT} {STORY}"])
     assert joined.overall > NO_EPISODE_MAX
+
+
+def test_a_rubric_given_to_grade_can_ask_for_an_episode(bank_scorer):
+    """``interviewer grade`` with an ad-hoc rubric: ``episode: true`` caps an answer that tells none."""
+    from interviewer.scoring.stages import NO_EPISODE_MAX
+
+    rubric = {
+        "key_points": [
+            "names the strongly held position and why it was held",
+            "the evidence that changed it and how it was checked",
+            "says so to the team and reverses the recommendation",
+        ],
+        "episode": True,
+    }
+    question = "Tell me about a time you changed your mind about a technical opinion you held strongly."
+    capped = bank_scorer.grade_one(question, HABIT, rubric=rubric)
+    assert capped["score"] == NO_EPISODE_MAX
+    told = bank_scorer.grade_one(question, STORY, rubric=rubric)
+    plain = bank_scorer.grade_one(question, HABIT, rubric={**rubric, "episode": False})
+    assert told["score"] > NO_EPISODE_MAX and plain["score"] > NO_EPISODE_MAX

@@ -115,6 +115,10 @@ class RubricSpec:
     def from_rubric(cls, question_text: str, reference: str | None, rubric: Any) -> RubricSpec:
         """Normalise a reference answer and/or a rubric (Question, dict, YAML/JSON text, or plain text).
 
+        A dict (or YAML/JSON) rubric is read for ``key_points``, ``criteria``, ``numeric_checks``,
+        ``fact_checks``, ``contradictions``, ``model_answer`` and ``episode`` (true: the question asks for one
+        real past episode, and an answer that tells none is capped), with the bank's field names.
+
         Raises:
             InputError: no question text, nothing to grade against, or a rubric that does not validate.
         """
@@ -152,6 +156,7 @@ class RubricSpec:
             contradictions=spec.contradictions,
             reference=spec.reference if spec.reference and spec.reference.strip() else None,
             reference_only=not spec.key_points,
+            episode=spec.episode,
         )
 
 
@@ -180,6 +185,7 @@ def _parse_rubric(data: Any, reference: str | None) -> RubricSpec:
                 facts=[FactCheck.model_validate(c) for c in data.get("fact_checks", [])],
                 contradictions=[Contradiction.model_validate(c) for c in data.get("contradictions", [])],
                 reference=reference or data.get("model_answer") or data.get("reference_answer"),
+                episode=bool(data.get("episode", False)),
             )
     except ValidationError as e:
         raise InputError(
