@@ -6,10 +6,9 @@ For each non-coding question, the four trap answers are read as the candidate's 
 way the interviewer reads them before choosing its follow-up, and the table counts what the reader decided:
 a fluent-but-wrong answer should be challenged ("contradicts"), an off-topic answer redirected ("off_topic", or
 "no_episode" where a real episode was asked for and none is told), and a strong answer should be neither. No
-model; the reader is offline. As in the app, off-topic is the
-scorer's rule (MiniLM relevance, the bank's other questions, the rubric's checks); ``--lexical``: the reader's
-own word-share rule (what it falls back to without a scorer). Figures per split (tests/support/traps.py): the
-scorer's unmet-rubric threshold was chosen on "dev".
+model; the reader is offline. As in the app, off-topic is the scorer's rule (MiniLM relevance, the bank's other
+questions, the rubric's checks); ``--lexical``: the reader's own word-share rule (what it falls back to without a
+scorer). Figures per split (tests/support/traps.py): the scorer's unmet-rubric threshold was chosen on "dev".
 
 With ``--readings FILE`` (JSONL from benchmarks/read_traps.py: one line per answer, its reading probes' findings
 on the embedded model), each answer that has a line is read as the first answer WITH those findings, as the
