@@ -40,7 +40,7 @@ from interviewer.embeddings import Embedder
 # The shared clause reader: the scorer caps a criterion on the same reading the interviewer challenges.
 from interviewer.scoring.claims import ATTRIBUTION, NEGATION, clauses, contradictions_asserted, sentences
 from interviewer.scoring.episode import tells_episode
-from interviewer.text import LISTEN_STOP_WORDS, stems
+from interviewer.text import LISTEN_STOP_WORDS, plain_words, stems
 
 Kind = Literal[
     "asks_back", "idk", "too_short", "off_topic", "no_episode", "contradicts", "covered", "partial", "answer"
@@ -467,13 +467,9 @@ class Findings:
         )
 
 
-def _fold_words(text: str) -> list[str]:
-    return _TOKEN.findall(text.lower().replace("’", "'"))
-
-
 def _in_text(quote: str, text: str) -> bool:
     """Whether ``quote`` is the candidate's own words in ``text`` (case, spacing and punctuation aside)."""
-    q, t = " ".join(_fold_words(quote)), " ".join(_fold_words(text))
+    q, t = " ".join(plain_words(quote)), " ".join(plain_words(text))
     return bool(q) and f" {q} " in f" {t} "
 
 

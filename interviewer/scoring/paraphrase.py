@@ -43,7 +43,7 @@ import numpy as np
 
 from interviewer.scoring.claims import ATTRIBUTION, NEGATION, Clause, ContradictionHit, clauses
 from interviewer.scoring.reader import numbers_written, states_numbers
-from interviewer.text import stems
+from interviewer.text import plain_words, stems
 
 if TYPE_CHECKING:
     from interviewer.content.models import Contradiction
@@ -87,7 +87,6 @@ _MOVES = re.compile(
     re.IGNORECASE,
 )
 _WORD = re.compile(r"[a-z]+", re.IGNORECASE)
-_TOKENS = re.compile(r"[a-z0-9]+(?:[.,][0-9]+)*")
 _DIRECTION_STEMS = tuple(frozenset().union(*(_stems(w) for w in words)) for words in DIRECTIONS)
 
 
@@ -106,11 +105,6 @@ def _directions(text: str, words: set[str]) -> set[int]:
 def _pieces(clause: Clause) -> list[Clause]:
     parts = [p for p in _PIECES.split(clause.text) if len(p.split()) >= _PIECE_WORDS]
     return [Clause(p, clause.sentence, clause.question) for p in parts] if len(parts) > 1 else [clause]
-
-
-def _flat(text: str) -> str:
-    """``text`` as lower-case words and numbers, one space apart: case, punctuation and spacing aside."""
-    return " ".join(_TOKENS.findall(text.lower()))
 
 
 def _polarity(text: str) -> int:
@@ -145,7 +139,9 @@ def paraphrased_contradictions(
     if not wanted or not own:
         return []
     truths = [c.text for t in right for c in clauses(t)]
-    written = [f" {_flat(t)} " for t in truths]  # a piece of a right clause, word for word, is right
+    written = [
+        f" {' '.join(plain_words(t))} " for t in truths
+    ]  # a piece of a right clause, word for word, is right
     known = _stems(question).union(*(_stems(t) for t in truths))
     phrasings = [(c, p) for c in wanted for p in (c.claim, *c.any_of)]
     vecs = enc.sentences([c.text for c in own] + [p for _, p in phrasings] + truths)
@@ -161,8 +157,8 @@ def paraphrased_contradictions(
         asks.append((_polarity(p), telling, numbers_written(p), ways))
     best: dict[str, tuple[float, int]] = {}
     for i, clause in enumerate(own):
-        flat = _flat(clause.text)
-        if len(flat.split()) >= _VERBATIM_WORDS and any(f" {flat} " in w for w in written):
+        flat = plain_words(clause.text)
+        if len(flat) >= _VERBATIM_WORDS and any(f" {' '.join(flat)} " in w for w in written):
             continue  # the rubric's own words: a candidate who repeats the model answer is not challenged for it
         # the clause's stems, with every word of the direction classes it uses
         words = _stems(clause.text)
