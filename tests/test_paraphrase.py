@@ -164,6 +164,42 @@ def test_a_plural_the_right_statements_use_in_the_singular_is_not_a_telling_word
     assert [h.name for h in hits] == ["NaNs are random noise"]
 
 
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "The trick in SmoothQuant is clipping the outlier channels so the rest of the range gets used.",
+        "SmoothQuant handles outliers by simply clipping those few big channels down to the normal range.",
+    ],
+)
+def test_a_telling_word_said_in_a_longer_form_is_found(bank, bank_scorer, answer: str) -> None:
+    """ "clipping" stems to "clipp", the claim's "clips" to "clip": one word, as one stem begins the other."""
+    q = bank.get("inference.quant.smoothquant")
+    assert not contradictions_asserted(answer, q)  # no authored phrasing
+    assert [h.name for h in bank_scorer.wrong_claims(q, answer)] == ["smoothquant clips"]
+
+
+def test_stems_are_one_word_only_from_four_letters_on() -> None:
+    assert paraphrase._shared({"clip", "speedu", "ram"}, {"clipp", "speed", "ra", "rams"}) == {
+        "clip",
+        "speedu",
+    }
+    assert paraphrase._shared({"cost"}, {"co", "coat"}) == set()
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "My guess is SmoothQuant might be clipping the outlier channels, but I would have to check the paper.",
+        "One hypothesis: SmoothQuant is clipping the outlier channels; maybe it rescales them instead.",
+    ],
+)
+def test_a_hedged_clause_asserts_no_wrong_claim(bank, bank_scorer, answer: str) -> None:
+    """A possibility offered to check is not a claim to challenge."""
+    q = bank.get("inference.quant.smoothquant")
+    assert bank_scorer.wrong_claims(q, answer) == []
+    assert bank_scorer.wrong_claims(q, paraphrase.HEDGE.sub("", answer)) != []  # the same words, asserted
+
+
 def test_the_rubrics_own_words_are_never_read_as_its_wrong_claim(bank, bank_scorer) -> None:
     """A candidate who repeats a model answer (the report shows them) is not challenged for it: a long piece of
     a right statement, word for word, is that statement. "many gradients ... are smaller" shares a direction with

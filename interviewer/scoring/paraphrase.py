@@ -12,25 +12,30 @@ phrasings (the claim itself or an ``any_of``):
   like the wrong claim it corrects;
 - it uses at least half (:data:`TELLING_SHARE`) of the phrasing's *telling* words, the words of the phrasing
   that neither the question nor any right statement uses ("divides" and "sum" in "IoU divides the intersection
-  by the sum of the two areas"); a phrasing without telling words is left to the clause reader. Sentence
-  vectors barely see which way round a claim goes; the telling words do. A word for which way a quantity
-  moves stands for its whole class (:data:`DIRECTIONS`): "if throughput goes up, latency goes down" uses
+  by the sum of the two areas"); two stems of four letters or more are one word when one begins the other
+  ("clip" and "clipping", "speed" and "speedup"). Sentence vectors barely see which way round a claim goes; the
+  telling words do; a phrasing without telling words is left to the clause reader. A word for which way a
+  quantity moves stands for its whole class (:data:`DIRECTIONS`): "if throughput goes up, latency goes down" uses
   "higher" and "lower" of "higher throughput means lower latency", and each direction among the telling words
   must be said ("throughput rises and latency rises too" says only one of them);
 - it states every number the phrasing states, in digits or in words: "the range divided by 255" is the right
   int8 scale, "divided by 256" the classic slip, and neither the vectors nor the words see the difference;
 - its negations agree with the phrasing's ("it doesn't cost anything" for "preemption costs nothing"), and it
-  is neither a question nor someone else's view ("people think ...");
+  is neither a question, nor someone else's view ("people think ..."), nor a hedge (:data:`HEDGE`:
+  "quantization is the obvious suspect" names a hypothesis to test, not a cause);
 - it is not a piece of a right statement word for word (:data:`_VERBATIM_WORDS` words or more): a candidate
   who repeats the model answer the report showed is not challenged for it.
 
 The thresholds and checks were chosen on the trap dev split (109 questions): the clause and word readers find a
-wrong claim in 6 of its fluent-but-wrong answers, with this reader 45 (42 before the direction classes); it
-takes no strong and 3 partial answers for a wrong claim (4 before telling words were compared without a final
-"s"). Word order was tried as a further check and left out: on the dev split it dropped passive
-rewordings of wrong claims ("at the end of the epoch you average the weights") before it held back any right
-clause. A hit is the clause reader's :class:`ContradictionHit`, so the scorer caps on it and the interviewer
-challenges it, quoting the candidate's sentence.
+wrong claim in 6 of its fluent-but-wrong answers, with this reader 48 (45 before stems were compared by their
+beginnings and hedges set aside, 42 before the direction classes); it takes no strong and 3 partial answers for
+a wrong claim (4 before telling words were compared without a final "s"). Phrasings without telling words were
+tried with higher bars (0.65 cosine, 0.15 closer, three quarters of all their words): 54 dev wrong answers for
+no right one, but on the held-out split 3 more wrong answers for 5 partial and 1 strong, so they stay out. Word
+order was tried as a further check and left out: on the dev split it dropped passive rewordings of wrong claims
+("at the end of the epoch you average the weights") before it held back any right clause. A hit is the clause
+reader's :class:`ContradictionHit`, so the scorer caps on it and the interviewer challenges it, quoting the
+candidate's sentence.
 """
 
 from __future__ import annotations
@@ -52,6 +57,8 @@ if TYPE_CHECKING:
 SIMILAR = 0.50  # cosine between a clause and a wrong phrasing
 CLOSER_BY = 0.10  # how much closer to the wrong phrasing than to any right statement
 TELLING_SHARE = 0.5  # share of the phrasing's telling words the clause must use
+# A clause that offers a hypothesis or a possibility asserts nothing.
+HEDGE = re.compile(r"\b(?:suspects?|might|may|could|maybe|perhaps|possibly|hypothes[a-z]*)\b", re.IGNORECASE)
 # A clause is cut further where one claim ends and a consequence or a reason begins, so that one claim in a long
 # sentence is compared on its own: ", so", ", and", ", because", ", since", ", which" and a colon.
 _PIECES = re.compile(r",\s+(?=so\b|and\b|because\b|since\b|which\b)|:\s+", re.IGNORECASE)
@@ -107,6 +114,17 @@ def _pieces(clause: Clause) -> list[Clause]:
     return [Clause(p, clause.sentence, clause.question) for p in parts] if len(parts) > 1 else [clause]
 
 
+def _shared(telling: set[str], words: set[str]) -> set[str]:
+    """The stems of ``telling`` that ``words`` uses: the same stem, or (both of four letters or more) one
+    beginning the other, since the stemmer leaves "clip" and "clipping" as "clip" and "clipp"."""
+    return {
+        t
+        for t in telling
+        if t in words
+        or (len(t) >= 4 and any(len(w) >= 4 and (t.startswith(w) or w.startswith(t)) for w in words))
+    }
+
+
 def _polarity(text: str) -> int:
     return len(NEGATION.findall(text)) % 2
 
@@ -157,6 +175,8 @@ def paraphrased_contradictions(
         asks.append((_polarity(p), telling, numbers_written(p), ways))
     best: dict[str, tuple[float, int]] = {}
     for i, clause in enumerate(own):
+        if HEDGE.search(clause.text):
+            continue  # a possibility to check, not a claim
         flat = plain_words(clause.text)
         if len(flat) >= _VERBATIM_WORDS and any(f" {' '.join(flat)} " in w for w in written):
             continue  # the rubric's own words: a candidate who repeats the model answer is not challenged for it
@@ -170,7 +190,7 @@ def paraphrased_contradictions(
             phrase_polarity, telling, numbers, ways = asks[j]
             if sim < SIMILAR or sim - float(to_right[i]) < CLOSER_BY or polarity != phrase_polarity:
                 continue
-            if not telling or len(telling & words) < TELLING_SHARE * len(telling):
+            if not telling or len(_shared(telling, words)) < TELLING_SHARE * len(telling):
                 continue
             if not ways <= directions:  # said the other way round, or only half of it
                 continue
