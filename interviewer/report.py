@@ -441,7 +441,7 @@ def _md_question(q: QuestionReport) -> list[str]:
 
 def _caps(s: QuestionScore) -> list[str]:
     """Why the question's score was held down, as the scorer put it ("capped at 1.5: the answer asserts ...")."""
-    return [n for n in s.notes if n.startswith("capped at ")]
+    return [c.note for c in s.caps]
 
 
 def _md_score(s: QuestionScore) -> list[str]:

@@ -71,9 +71,11 @@ def test_the_scorer_caps_an_answer_that_tells_no_episode_where_one_was_asked_for
     habit = bank_scorer.score(q, [HABIT])
     assert habit.overall == NO_EPISODE_MAX
     assert any(n.startswith(f"capped at {NO_EPISODE_MAX}: a real time was asked for") for n in habit.notes)
+    assert [(c.kind, c.at) for c in habit.caps] == [("no-episode", NO_EPISODE_MAX)]
     # The same words as a story, or the habit on a question that asks for none, are not capped.
     story = bank_scorer.score(q, [STORY])
     assert story.overall > NO_EPISODE_MAX + 1 and not any("real time" in n for n in story.notes)
+    assert story.caps == []
     views = bank_scorer.score(q.model_copy(update={"id": "t.views", "episode": False}), [HABIT])
     assert views.overall > NO_EPISODE_MAX + 1
     # Asked for a time, the candidate tells one: the answers at that level join, and nothing is capped.

@@ -31,6 +31,7 @@ def test_a_classic_wrong_claim_in_other_words_is_capped_and_challenged(bank, ban
     s = bank_scorer.score(q, [THROUGHPUT_AS_LATENCY])
     assert s.overall <= CONTRADICTED_ANSWER_MAX
     assert any("classic wrong claim (throughput equals latency)" in n for n in s.notes), s.notes
+    assert [(c.kind, c.at) for c in s.caps] == [("wrong-claim", CONTRADICTED_ANSWER_MAX)]
     assert bank_scorer.off_topic(q, THROUGHPUT_AS_LATENCY) is None  # about the question, and wrong
     listener = Listener(
         neighbours=list(bank.questions.values()), topic=bank_scorer.off_topic, claims=bank_scorer.wrong_claims

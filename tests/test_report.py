@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from interviewer.content import Bank, Question
 from interviewer.report import build_report, count_fillers, next_plan, render_html, render_markdown, skill_map
-from interviewer.scoring.models import CriterionScore, QuestionScore
+from interviewer.scoring.models import Cap, CriterionScore, QuestionScore
 from interviewer.session import Interview, Ports
 from interviewer.store import SessionStore
 
@@ -199,7 +199,13 @@ class CappedScorer(FixedScorer):
 
     def score(self, question, answers, code_verdict_passed=None, hints=()) -> QuestionScore:
         base = super().score(question, answers, code_verdict_passed, hints)
-        return base.model_copy(update={"notes": ["coverage level 3.1 from 4 key points", self.CAP]})
+        cap = Cap(kind="no-episode", at=1.5, note=self.CAP)
+        return base.model_copy(
+            update={
+                "notes": ["coverage level 3.1 from 4 key points", "capped at 0.5: a log line"],
+                "caps": [cap],
+            }
+        )
 
 
 def test_the_report_says_why_a_score_was_capped(fixture_bank, tmp_path):
@@ -212,4 +218,5 @@ def test_the_report_says_why_a_score_was_capped(fixture_bank, tmp_path):
     assert f"- {CappedScorer.CAP}" in md and f"<li>{CappedScorer.CAP}</li>" in page
     assert (
         "coverage level 3.1" not in md and "coverage level 3.1" not in page
-    )  # the scorer's own notes stay out
+    )  # the scorer's own notes stay out, whatever their words: the report shows the caps it was given
+    assert "a log line" not in md and "a log line" not in page

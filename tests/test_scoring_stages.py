@@ -240,16 +240,20 @@ def test_an_answer_placed_elsewhere_scores_zero_and_one_only_dissimilar_keeps_th
 
 def test_caps_for_wrong_claims_empty_and_off_topic_answers() -> None:
     rel = stages.Relevance(value=1.0)
-    overall, notes = stages.caps(3.5, wrong_claim=True, answered=True, off_topic=False, passed=None, rel=rel)
-    assert overall == stages.CONTRADICTED_ANSWER_MAX and notes
+    overall, held = stages.caps(3.5, wrong_claim=True, answered=True, off_topic=False, passed=None, rel=rel)
+    assert overall == stages.CONTRADICTED_ANSWER_MAX
+    assert [(c.kind, c.at) for c in held] == [("wrong-claim", stages.CONTRADICTED_ANSWER_MAX)]
     assert stages.caps(3.5, wrong_claim=False, answered=False, off_topic=False, passed=None, rel=rel)[0] == 0
     off = stages.caps(3.5, wrong_claim=False, answered=True, off_topic=True, passed=None, rel=rel)
     assert off[0] == stages.OFF_TOPIC_MAX
     tests_pass = stages.caps(0.2, wrong_claim=False, answered=True, off_topic=True, passed=True, rel=rel)
     assert tests_pass[0] == 2.0
     near = stages.Relevance(value=(stages.OFF_TOPIC_BELOW + stages.RELEVANT_FROM) / 2)
-    capped, notes = stages.caps(3.5, wrong_claim=False, answered=True, off_topic=False, passed=None, rel=near)
-    assert capped == pytest.approx(near.cap()) and "relevance" in notes[0]
+    capped, held = stages.caps(3.5, wrong_claim=False, answered=True, off_topic=False, passed=None, rel=near)
+    assert capped == pytest.approx(near.cap()) and [c.kind for c in held] == ["relevance"]
+    assert held[0].at == pytest.approx(near.cap(), abs=0.005) and held[0].note.startswith("relevance ")
+    # a score under every ceiling was held down by none
+    assert stages.caps(1.0, wrong_claim=False, answered=True, off_topic=False, passed=None, rel=rel)[1] == []
     # per criterion
     hit = ContradictionHit("x", "the opposite", None, "a wrong sentence", "")
     out = stages.truth_caps([_crit(4), _crit(4, "code-tests")], [hit], False, True)

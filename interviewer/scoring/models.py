@@ -65,6 +65,18 @@ class Adjustment(_Frozen):
     note: str  # the sentence the report shows ("hint given at why 1: -0.50")
 
 
+CapKind = Literal["wrong-claim", "off-topic", "no-episode", "lists-only", "relevance"]
+
+
+class Cap(_Frozen):
+    """A ceiling the scorer put on the question's overall, and why: what the report shows a candidate."""
+
+    kind: CapKind  # a classic wrong claim; about the question only through it; no episode told; terms listed
+    # without explanation; only partly about the question
+    at: float = Field(ge=0.0, le=4.0)
+    note: str  # the sentence the report shows ("capped at 1.5: the answer asserts a classic wrong claim")
+
+
 class QuestionScore(_Frozen):
     """The score of one question: criteria, checks, why-chain depth and an overall 0-4."""
 
@@ -79,3 +91,6 @@ class QuestionScore(_Frozen):
     verdicts: list[KeyPointVerdict] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
     adjustments: list[Adjustment] = Field(default_factory=list)  # hints and push, also in ``notes``
+    caps: list[Cap] = Field(
+        default_factory=list
+    )  # ceilings on the overall, also in ``notes`` (none stored before)

@@ -337,7 +337,7 @@ class RubricScorer:
         pushed = stages.push(enc, cal, spec.push, seen.push, capped)
         adjustments = [pushed] if pushed else []
         # The push bonus comes before the caps: no lift past a relevance cap either.
-        overall, cap_notes = stages.caps(
+        overall, held = stages.caps(
             level.overall + (pushed.delta if pushed else 0.0),
             wrong_claim=bool(con.hits),
             answered=seen.answered,
@@ -369,8 +369,9 @@ class RubricScorer:
             methods=list(dict.fromkeys(m for p in parts for m in p.methods)),
             notes=[n for p in parts for n in p.notes]
             + depth_notes
-            + cap_notes
+            + [c.note for c in held]
             + [a.note for a in adjustments],
+            caps=crit.caps + held,
         )
 
     def _llm_grading(self, spec: RubricSpec, seen: stages.ScreenedAnswers) -> stages.LLMGrading:

@@ -37,6 +37,7 @@ from interviewer.scoring.guard import Screened, screen
 from interviewer.scoring.judge import JudgeResult, QuoteResult, extract_quotes, run_judge
 from interviewer.scoring.models import (
     Adjustment,
+    Cap,
     CheckResult,
     CriterionScore,
     KeyPointVerdict,
@@ -1145,6 +1146,7 @@ class CriteriaCaps(Stage):
 
     criteria: list[CriterionScore] = field(default_factory=list)
     off_topic: bool = False
+    caps: list[Cap] = field(default_factory=list)  # the lists-only cap, also in ``notes``
 
 
 def cap_criteria(
@@ -1162,7 +1164,14 @@ def cap_criteria(
     )
     if cov.only_lists:
         out.off_topic = True
-        out.notes.append(f"capped at {OFF_TOPIC_MAX}: the answer only lists terms or figures")
+        out.caps.append(
+            Cap(
+                kind="lists-only",
+                at=OFF_TOPIC_MAX,
+                note=f"capped at {OFF_TOPIC_MAX}: the answer only lists terms or figures",
+            )
+        )
+        out.notes.append(out.caps[-1].note)
         why = "missing: the answer lists terms or figures without explaining any of them"
         out.criteria = [
             cs if cs.method == "code-tests" else _capped(cs, "missing", why) for cs in out.criteria
@@ -1190,18 +1199,25 @@ def caps(
     rel: Relevance,
     wrong_only: Relevance | None = None,
     no_episode: bool = False,
-) -> tuple[float, list[str]]:
+) -> tuple[float, list[Cap]]:
     """The question's caps: a classic wrong claim, no episode where one real time was asked for, no answer,
-    off-topic, or partly about the question.
+    off-topic, or partly about the question; the overall under them, and those that held it down with why (an
+    empty or off-topic answer's own ceiling is told by its criteria instead).
 
     ``wrong_only``: the relevance rules applied as if the answer asserted no wrong claim. Being wrong never
     scores above being about something else: an answer that is about the question only through what it gets
     wrong (off-topic by those rules, nothing stated right) keeps the off-topic cap, reported as the wrong claim.
     """
-    notes: list[str] = []
+    held: list[Cap] = []
     if wrong_claim:
         overall = min(overall, CONTRADICTED_ANSWER_MAX)
-        notes.append(f"capped at {CONTRADICTED_ANSWER_MAX}: the answer asserts a classic wrong claim")
+        held.append(
+            Cap(
+                kind="wrong-claim",
+                at=CONTRADICTED_ANSWER_MAX,
+                note=f"capped at {CONTRADICTED_ANSWER_MAX}: the answer asserts a classic wrong claim",
+            )
+        )
         if (
             wrong_only is not None
             and wrong_only.off_topic
@@ -1209,15 +1225,23 @@ def caps(
             and overall > wrong_only.off_topic_max
         ):
             overall = wrong_only.off_topic_max
-            notes.append(
-                f"capped at {overall:g}: apart from the wrong claim the answer is not about this question "
-                f"({wrong_only.reason})"
+            held.append(
+                Cap(
+                    kind="off-topic",
+                    at=overall,
+                    note=f"capped at {overall:g}: apart from the wrong claim the answer is not about this question "
+                    f"({wrong_only.reason})",
+                )
             )
     if no_episode and answered and overall > NO_EPISODE_MAX:
         overall = NO_EPISODE_MAX
-        notes.append(
-            f"capped at {NO_EPISODE_MAX}: a real time was asked for, and the answers tell none (a principle, a "
-            "habit or a plan instead)"
+        held.append(
+            Cap(
+                kind="no-episode",
+                at=NO_EPISODE_MAX,
+                note=f"capped at {NO_EPISODE_MAX}: a real time was asked for, and the answers tell none (a "
+                "principle, a habit or a plan instead)",
+            )
         )
     if not answered:
         overall = 0.0 if passed is None else min(overall, 2.0)
@@ -1227,14 +1251,18 @@ def caps(
         cap = rel.cap()
         if min(overall, 4.0) > cap:  # a push bonus past 4 is not a relevance cap
             gap = "n/a" if rel.gap is None else f"{rel.gap:.2f}"
-            notes.append(
-                f"relevance {rel.value:.2f}, gap to the closest other question {gap}: capped at {cap:.2f} "
-                "(little of it is about this question)"
+            held.append(
+                Cap(
+                    kind="relevance",
+                    at=round(cap, 2),
+                    note=f"relevance {rel.value:.2f}, gap to the closest other question {gap}: capped at {cap:.2f} "
+                    "(little of it is about this question)",
+                )
             )
             overall = cap
         if passed and off_topic:
             overall = max(overall, 2.0)  # passing tests stay the score of record for correctness
-    return min(4.0, max(0.0, overall)), notes
+    return min(4.0, max(0.0, overall)), held
 
 
 # -- why depth and the push step -------------------------------------------------------------------------
