@@ -13,7 +13,7 @@ phrasings (the claim itself or an ``any_of``):
 - it uses at least half (:data:`TELLING_SHARE`) of the phrasing's *telling* words, the words of the phrasing
   that neither the question nor any right statement uses ("divides" and "sum" in "IoU divides the intersection
   by the sum of the two areas"); two stems of four letters or more are one word when one begins the other
-  ("clip" and "clipping", "speed" and "speedup"). Sentence vectors barely see which way round a claim goes; the
+  ("clips" and "clipping", "fast" and "faster"). Sentence vectors barely see which way round a claim goes; the
   telling words do; a phrasing without telling words is left to the clause reader. A word for which way a
   quantity moves stands for its whole class (:data:`DIRECTIONS`): "if throughput goes up, latency goes down" uses
   "higher" and "lower" of "higher throughput means lower latency", and each direction among the telling words
