@@ -18,6 +18,11 @@ TOLD = [
     "Two years ago at a startup, the team is shipping a new ranking model every week and it keeps regressing.",
     "At my previous job the reviews take a month, so I set up a weekly office hour instead.",
     "In 2022 our cluster runs at forty percent utilisation and finance asks me why.",
+    # a story told aloud in the present, with no time in it
+    "So I'm at this startup, and my manager comes to me on a Thursday and says the demo is now on Monday.",
+    "There's this customer who keeps filing the same latency bug, and my lead asks me to own it.",
+    "The launch is two days out, my tech lead pings me and says the p99 is through the roof.",
+    "I'm on this team building a recommender, and the PM walks in and tells us the deadline is next week.",
 ]
 NOT_TOLD = [
     "When priorities collide I rank them by what a week's delay would cost each one.",
@@ -30,6 +35,11 @@ NOT_TOLD = [
     "It depends on the team, but usually I prefer to settle disagreements with data.",
     "If I was wrong, I say so to the team and reverse the recommendation.",
     "I wish we measured more before choosing a kernel.",
+    # the same people and verbs as a habit or a condition
+    "When my manager asks me for an estimate, I give a range and the assumptions behind it.",
+    "Usually my lead tells me what matters most and I plan the week from that.",
+    "If a customer calls us about latency, I ask for a trace before anything else.",
+    "I'm at my best on a team with clear owners.",
 ]
 
 

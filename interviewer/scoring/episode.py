@@ -3,8 +3,10 @@
 A question marked ``episode`` in its rubric asks for something that happened. An answer tells one when a person
 in it did something in the past ("I pushed back", "we measured", "my manager asked", "the job failed"), or when
 the answer places itself in time ("last spring", "two years ago", "at my previous job", "in 2022"), which also
-covers a story told in the present tense ("so last year I'm on call and ..."). An answer with neither tells no
-episode, however close its words are to the rubric: a preference ("I like teams that ..."), a principle, a habit
+covers a story told in the present tense ("so last year I'm on call and ..."). A story told in the present
+with no time in it is heard by how stories are told aloud: "so I'm at this startup", "there's this customer",
+or someone in it doing one thing to the teller ("my manager comes to me", "the PM pings us"), outside a
+"when", an "if" or an "usually". An answer with none of these tells no episode, however close its words are to the rubric: a preference ("I like teams that ..."), a principle, a habit
 in the present tense ("when everything is urgent I work on ..."), or a plan in the conditional ("I would first
 ...").
 
@@ -49,12 +51,37 @@ _TIME = re.compile(
 
 # A past form after these is a condition or a wish, not something that happened ("if I was wrong, I say so").
 _UNREAL = re.compile(r"\b(?:if|whether|unless|wish|though|suppose)\s+$", re.IGNORECASE)
+# A story in the present: "this" as a storyteller's "a" ("I'm at this startup", "there's this bug"), or a person
+# in it doing one thing to the teller ("my lead pings me", "the customer calls us").
+_ROLE = (
+    r"(?:(?:my|our|the)\s+(?:[a-z-]+\s+)?(?:manager|boss|lead|director|vp|cto|ceo|pm|colleague|teammate|"
+    r"customer|client|engineer|team|on-call)|he|she)"
+)
+_NARRATIVE = re.compile(
+    r"\b(?:i'm|i am|we're|we are)\s+(?:[a-z]+\s+){0,2}(?:at|in|on|with|working on|building|running)\s+this\b|"
+    r"\bthere(?:'s| is)\s+this\b|"
+    rf"\b{_ROLE}\s+(?:just\s+|then\s+|suddenly\s+)?(?:comes|walks|calls|pings|messages|emails|tells|asks|"
+    r"storms|shows|turns|drops|escalates)\s+(?:up\s+|in\s+|over\s+|to\s+)?(?:me|us)\b",
+    re.IGNORECASE,
+)
+# ... unless the sentence so far makes it a habit or a condition ("when my manager asks me for an estimate").
+_HABIT = re.compile(
+    r"\b(?:when|whenever|if|unless|usually|often|always|typically|generally|normally|every time|each time)\b",
+    re.IGNORECASE,
+)
+_SENTENCE_START = re.compile(r"[.!?;]\s+")
 
 
 def tells_episode(text: str) -> bool:
-    """Whether ``text`` tells something that happened: a past-tense clause with a subject (not a condition), or
-    a time anchor."""
+    """Whether ``text`` tells something that happened: a past-tense clause with a subject (not a condition), a
+    time anchor, or a story told in the present (not a habit)."""
     flat = text.replace("\u2019", "'")
     if _TIME.search(flat):
         return True
-    return any(not _UNREAL.search(flat[: m.start()]) for m in _PAST.finditer(flat))
+    if any(not _UNREAL.search(flat[: m.start()]) for m in _PAST.finditer(flat)):
+        return True
+    for m in _NARRATIVE.finditer(flat):
+        before = _SENTENCE_START.split(flat[: m.start()])[-1]
+        if not _HABIT.search(before):
+            return True
+    return False
