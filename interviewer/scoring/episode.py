@@ -5,10 +5,10 @@ in it did something in the past ("I pushed back", "we measured", "my manager ask
 the answer places itself in time ("last spring", "two years ago", "at my previous job", "in 2022"), which also
 covers a story told in the present tense ("so last year I'm on call and ..."). A story told in the present
 with no time in it is heard by how stories are told aloud: "so I'm at this startup", "there's this customer",
-or someone in it doing one thing to the teller ("my manager comes to me", "the PM pings us"), outside a
-"when", an "if" or an "usually". An answer with none of these tells no episode, however close its words are to the rubric: a preference ("I like teams that ..."), a principle, a habit
-in the present tense ("when everything is urgent I work on ..."), or a plan in the conditional ("I would first
-...").
+or someone in it doing one thing to the teller ("my manager comes to me", "the PM pings us"), outside a "when",
+an "if" or a "usually". An answer with none of these tells no episode, however close its words are to the
+rubric: a preference ("I like teams that ..."), a principle, a habit in the present tense ("when everything is
+urgent I work on ..."), or a plan in the conditional ("I would first ...").
 
 The reading is deliberately generous: one past-tense clause with a subject is enough, so a short but genuine
 story is never taken for a non-answer. Pure functions, no model.

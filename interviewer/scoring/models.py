@@ -69,10 +69,13 @@ CapKind = Literal["wrong-claim", "off-topic", "no-episode", "lists-only", "relev
 
 
 class Cap(_Frozen):
-    """A ceiling the scorer put on the question's overall, and why: what the report shows a candidate."""
+    """A ceiling the scorer put on the question's overall, and why: what the report shows a candidate.
 
-    kind: CapKind  # a classic wrong claim; about the question only through it; no episode told; terms listed
-    # without explanation; only partly about the question
+    ``kind``: a classic wrong claim asserted; about the question only through it; no episode told where one was
+    asked for; terms or figures listed without explanation; only partly about the question.
+    """
+
+    kind: CapKind
     at: float = Field(ge=0.0, le=4.0)
     note: str  # the sentence the report shows ("capped at 1.5: the answer asserts a classic wrong claim")
 
@@ -91,6 +94,5 @@ class QuestionScore(_Frozen):
     verdicts: list[KeyPointVerdict] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
     adjustments: list[Adjustment] = Field(default_factory=list)  # hints and push, also in ``notes``
-    caps: list[Cap] = Field(
-        default_factory=list
-    )  # ceilings on the overall, also in ``notes`` (none stored before)
+    # ceilings that held the overall down, also in ``notes`` (scores stored before they existed have none)
+    caps: list[Cap] = Field(default_factory=list)
