@@ -56,7 +56,6 @@ STAYS: frozenset[str] = frozenset({"clarify", "hint", "encourage", "expand", "re
 # -- words ----------------------------------------------------------------------------------------
 
 _STOP = LISTEN_STOP_WORDS
-_TOKEN = re.compile(r"[a-z0-9]+")
 
 
 def _words(text: str) -> list[str]:
@@ -151,8 +150,8 @@ def _quote(sentence: str, phrase: str | None = None, about: str = "") -> str:
         return " ".join(words)
     start = -1
     if phrase:
-        first = _TOKEN.findall(phrase.lower())
-        low = [" ".join(_TOKEN.findall(w.lower())) for w in words]
+        first = plain_words(phrase)
+        low = [" ".join(plain_words(w)) for w in words]
         for i, w in enumerate(low):
             if first and (w == first[0] or w.startswith(first[0] + " ")):
                 start = max(0, min(i - 1, len(words) - MAX_QUOTE_WORDS))
@@ -767,7 +766,7 @@ LEAK_N = 5
 
 
 def _ngrams(text: str, n: int = LEAK_N) -> set[tuple[str, ...]]:
-    tokens = _TOKEN.findall(text.lower().replace("-", " "))
+    tokens = plain_words(text)
     return {tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1)}
 
 

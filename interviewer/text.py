@@ -131,7 +131,7 @@ _PLAIN_WORD = re.compile(r"[a-z0-9]+")
 def plain_words(text: str) -> list[str]:
     """The words and numbers of ``text``, lower-case and in order, case, punctuation and spacing aside: two texts
     say the same thing word for word when these agree ("6.1e-5" is "6 1e 5")."""
-    return _PLAIN_WORD.findall(text.lower().replace("\u2019", "'"))
+    return _PLAIN_WORD.findall(text.lower())
 
 
 _STEM_WORD = re.compile(r"[a-z0-9][a-z0-9+\-_.]*")
