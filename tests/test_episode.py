@@ -23,6 +23,11 @@ TOLD = [
     "There's this customer who keeps filing the same latency bug, and my lead asks me to own it.",
     "The launch is two days out, my tech lead pings me and says the p99 is through the roof.",
     "I'm on this team building a recommender, and the PM walks in and tells us the deadline is next week.",
+    # a routine that sets the scene for one time, or a routine word that describes a thing, not the telling
+    "Every week the nightly build broke, and one night I finally bisected it to a stale cache key.",
+    "We triaged on Mondays, but the week of the launch I skipped it and paired with the on-call instead.",
+    "I wrote a small job that checks the loss curves every morning, and it caught the bad data shard.",
+    "I used to think code review slowed us down, until a reviewer caught a race I had missed.",
 ]
 NOT_TOLD = [
     "When priorities collide I rank them by what a week's delay would cost each one.",
@@ -40,6 +45,11 @@ NOT_TOLD = [
     "Usually my lead tells me what matters most and I plan the week from that.",
     "If a customer calls us about latency, I ask for a trace before anything else.",
     "I'm at my best on a team with clear owners.",
+    # a routine, even in the past tense and placed at a job
+    "At my previous company we wrote design docs, ran weekly reviews and demoed every Friday.",
+    "Every sprint I picked the flakiest test and fixed it before anything else.",
+    "At my last job I met each new hire every week for their first month.",
+    "Each quarter we sat down with the product team and ranked the backlog together.",
 ]
 
 

@@ -285,6 +285,7 @@ def test_off_topic_is_redirected_once(tmp_path):
 EPISODE_QUESTION = "Tell me about a time batching made a request slower for someone. What happened?"
 HABIT = "I always measure the time to first token per request before I turn batching on, and I keep the window short."
 STORY = "Last spring we turned on batching and our first request of the morning waited 40 ms for stragglers."
+ROUTINE = "At my last job we batched every request and checked the dashboards each morning with the on-call."
 
 
 def test_a_first_answer_with_no_episode_is_asked_for_one_specific_time_once(tmp_path):
@@ -302,6 +303,7 @@ def test_a_story_answers_an_episode_question_and_a_habit_answers_any_other():
     assert listener.read(told, 0, STORY).kind != "no_episode"
     assert choose(told, 0, listener.read(told, 0, STORY), Done(), STORY).move != "redirect"
     assert listener.read(told, 0, HABIT).kind == "no_episode"
+    assert listener.read(told, 0, ROUTINE).kind == "no_episode"  # a routine, even placed at a past job
     assert listener.read(batching(), 0, HABIT).kind != "no_episode"  # not asked for an episode
     assert listener.read(told, 1, HABIT).kind != "no_episode"  # a why answer may speak in general
 

@@ -8,7 +8,9 @@ with no time in it is heard by how stories are told aloud: "so I'm at this start
 or someone in it doing one thing to the teller ("my manager comes to me", "the PM pings us"), outside a "when",
 an "if" or a "usually". An answer with none of these tells no episode, however close its words are to the
 rubric: a preference ("I like teams that ..."), a principle, a habit in the present tense ("when everything is
-urgent I work on ..."), or a plan in the conditional ("I would first ...").
+urgent I work on ..."), or a plan in the conditional ("I would first ..."). A routine tells none either, even in
+the past tense and placed at a job: a sentence that says it happened every day, week or sprint ("at my last job
+we held standups every morning"), unless it also names one time ("one day", "that week", "two years ago").
 
 The reading is deliberately generous: one past-tense clause with a subject is enough, so a short but genuine
 story is never taken for a non-answer. Pure functions, no model.
@@ -70,18 +72,50 @@ _HABIT = re.compile(
     re.IGNORECASE,
 )
 _SENTENCE_START = re.compile(r"[.!?;]\s+")
+# A routine: something that happened again and again ("every morning", "each sprint", "on Fridays"). Not "used
+# to": "I used to think ..." is a belief the story goes on to change.
+_UNITS = (
+    r"(?:day|morning|afternoon|evening|night|week|weekend|month|quarter|year|sprint|release|standup|"
+    r"monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
+)
+_ROUTINE = re.compile(
+    rf"\b(?:every|each)\s+(?:single\s+|other\s+)?{_UNITS}\b|\bon\s+{_UNITS}s\b", re.IGNORECASE
+)
+# ... unless the sentence also names one time: then it sets the scene for a story ("every week the job broke,
+# and one night I ...").
+_ONCE = re.compile(
+    rf"\b(?:one|that|this\s+one|the)\s+(?:{_UNITS}|time|incident|outage)\b|\bonce\b|"
+    r"\bat\s+one\s+point\b|\bsuddenly\b|\bago\b|\bin\s+(?:19|20)\d\d\b|"
+    rf"\b(?:last|previous)\s+(?:{_UNITS}|summer|winter|spring|autumn|fall|january|february|march|april|may|june|"
+    r"july|august|september|october|november|december)\b",
+    re.IGNORECASE,
+)
+# A routine word inside a relative clause describes a thing, not the telling ("I set up a job that runs every
+# night"): it counts only with no "that", "which", "who" or "where" between it and the clause's last comma.
+_RELATIVE = re.compile(r"\b(?:that|which|who|where)\b", re.IGNORECASE)
+
+
+def _routine(sentence: str) -> bool:
+    """Whether a sentence tells a routine rather than one time."""
+    if _ONCE.search(sentence):
+        return False
+    for m in _ROUTINE.finditer(sentence):
+        clause = sentence[: m.start()].rsplit(",", 1)[-1]
+        if not _RELATIVE.search(clause):
+            return True
+    return False
 
 
 def tells_episode(text: str) -> bool:
     """Whether ``text`` tells something that happened: a past-tense clause with a subject (not a condition), a
-    time anchor, or a story told in the present (not a habit)."""
+    time anchor, or a story told in the present (not a habit), in a sentence that is not a routine."""
     flat = text.replace("\u2019", "'")
-    if _TIME.search(flat):
-        return True
-    if any(not _UNREAL.search(flat[: m.start()]) for m in _PAST.finditer(flat)):
-        return True
-    for m in _NARRATIVE.finditer(flat):
-        before = _SENTENCE_START.split(flat[: m.start()])[-1]
-        if not _HABIT.search(before):
-            return True
-    return False
+    return any(_tells(s) for s in _SENTENCE_START.split(flat) if not _routine(s))
+
+
+def _tells(sentence: str) -> bool:
+    return (
+        _TIME.search(sentence) is not None
+        or any(not _UNREAL.search(sentence[: m.start()]) for m in _PAST.finditer(sentence))
+        or any(not _HABIT.search(sentence[: m.start()]) for m in _NARRATIVE.finditer(sentence))
+    )
