@@ -164,6 +164,48 @@ def test_a_genuine_story_is_not_off_topic_for_sharing_little_wording_with_the_ru
     assert scorer.off_topic(q, story) is None  # and the interviewer does not redirect it
 
 
+SHORT_STORIES = [
+    (
+        "behavioral.failure-and-learning",
+        "I shipped a cache change without a canary and took down search for an hour; now every change I make "
+        "goes out behind a flag.",
+    ),
+    (
+        "behavioral.mentoring",
+        "I paired with our new grad on her first on-call week, and by the third incident she was leading the call.",
+    ),
+    (
+        "behavioral.hard-feedback",
+        "My lead told me my design docs were too long to review, so I started writing a one-page summary first.",
+    ),
+    ("recruiter.why-gpu-infra", "I got hooked when a fused kernel I wrote cut our serving bill in half."),
+]
+KITCHEN = "I spent the weekend repainting my kitchen; we chose a pale green and it took three coats to cover."
+
+
+@pytest.mark.parametrize(("qid", "story"), SHORT_STORIES)
+def test_a_short_genuine_story_is_not_off_topic_and_the_report_agrees_with_the_interviewer(
+    bank, bank_scorer, qid, story
+) -> None:
+    """A story shares little wording with the rubric's key points: its relevance also reads the model answer,
+    as the interviewer's off-topic check does, so a short genuine story keeps its credit."""
+    q = bank.get(qid)
+    got = bank_scorer.score(q, [story])
+    assert not any(n.startswith("off-topic") for n in got.notes), got.notes
+    assert got.overall > stages.OFF_TOPIC_MAX
+    assert bank_scorer.off_topic(q, story) is None
+    spec = RubricSpec.from_question(q)
+    assert stages.story_similarity(bank_scorer.encoder, spec, story) > stages.OFF_TOPIC_BELOW
+    # About something else entirely, it is still off-topic, and the interviewer redirects the same answer.
+    off = bank_scorer.score(q, [KITCHEN])
+    assert off.overall <= stages.OFF_TOPIC_MAX and bank_scorer.off_topic(q, KITCHEN) is not None
+    # Technical questions keep their own relevance: the model answer is read for stories only.
+    assert (
+        stages.story_similarity(bank_scorer.encoder, RubricSpec.from_question(bank.get(DECODE_ID)), story)
+        == 0
+    )
+
+
 def test_an_answer_about_something_else_scores_no_higher_for_also_getting_a_key_point_wrong(
     bank, bank_scorer
 ) -> None:

@@ -308,6 +308,8 @@ class RubricScorer:
         )
         met = covered or any(ch.passed for ch in results)
 
+        story_sim = stages.story_similarity(enc, spec, seen.main) if seen.answered else 0.0
+
         def relevance(exempt: bool) -> stages.Relevance:
             return stages.relevance(
                 cov.result,
@@ -318,6 +320,7 @@ class RubricScorer:
                 reference_only=spec.reference_only,
                 terse=stages.terse(seen.main),
                 story=spec.story,
+                also=story_sim,
             )
 
         rel = relevance(exempt=not seen.answered or con.claims_wrong or fnd.about_question)

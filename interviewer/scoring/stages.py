@@ -31,6 +31,7 @@ from interviewer.scoring.coverage import (
     CoverageResult,
     TextEncoder,
     score_coverage,
+    split_sentences,
     words,
 )
 from interviewer.scoring.guard import Screened, screen
@@ -368,6 +369,20 @@ def similarity(cov: CoverageResult) -> float:
     )
 
 
+def story_similarity(enc: TextEncoder, spec: RubricSpec, text: str) -> float:
+    """A story question's answer against its model answer, whole and by its best sentence (0 for any other).
+
+    A story shares little wording with the rubric's key points, so the key points alone put short genuine
+    stories under the off-topic bar; the model answer tells one such story. The interviewer's off-topic check
+    (:meth:`~interviewer.scoring.scorer.RubricScorer.off_topic`) reads the model answer too, so the report calls
+    off-topic what the interviewer redirected."""
+    explained = explained_text(text)[0]
+    if not (spec.story and spec.model_answer and explained.strip()):
+        return 0.0
+    vecs = enc.sentences([spec.model_answer, explained, *split_sentences(explained)])
+    return float((vecs[1:] @ vecs[0]).max())
+
+
 def terse(text: str) -> bool:
     """Whether an answer has at most TERSE_WORDS content words (too few for a similarity to judge)."""
     return len([w for w in words(text) if w not in STOPWORDS]) <= TERSE_WORDS
@@ -461,12 +476,13 @@ def relevance(
     reference_only: bool = False,
     terse: bool = False,
     story: bool = False,
+    also: float = 0.0,
 ) -> Relevance:
     """Decide off-topic by :func:`off_topic_reason`; ``exempt``: an empty answer, or one that asserts one of
     the rubric's classic wrong claims (it is about the question, and wrong), is never off-topic.
     ``reference_only`` with ``terse``: the answer is too short to judge against a reference by similarity;
-    coverage alone scores it."""
-    value = similarity(cov)
+    coverage alone scores it. ``also``: another similarity that counts as relevance (:func:`story_similarity`)."""
+    value = max(similarity(cov), also)
     if reference_only and terse:
         return Relevance(value=value, gap=gap, judged=False)
     relative = (
