@@ -114,6 +114,7 @@ def tells_episode(text: str) -> bool:
 
 
 def _tells(sentence: str) -> bool:
+    """Whether one sentence tells something that happened (see :func:`tells_episode`)."""
     return (
         _TIME.search(sentence) is not None
         or any(not _UNREAL.search(sentence[: m.start()]) for m in _PAST.finditer(sentence))

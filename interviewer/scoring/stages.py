@@ -376,8 +376,10 @@ def story_similarity(enc: TextEncoder, spec: RubricSpec, text: str) -> float:
     stories under the off-topic bar; the model answer tells one such story. The interviewer's off-topic check
     (:meth:`~interviewer.scoring.scorer.RubricScorer.off_topic`) reads the model answer too, so the report calls
     off-topic what the interviewer redirected."""
+    if not (spec.story and spec.model_answer):
+        return 0.0
     explained = explained_text(text)[0]
-    if not (spec.story and spec.model_answer and explained.strip()):
+    if not explained.strip():
         return 0.0
     vecs = enc.sentences([spec.model_answer, explained, *split_sentences(explained)])
     return float((vecs[1:] @ vecs[0]).max())
