@@ -308,7 +308,7 @@ class RubricScorer:
         )
         met = covered or any(ch.passed for ch in results)
 
-        story_sim = stages.story_similarity(enc, spec, seen.main) if seen.answered else 0.0
+        story_sim = stages.story_similarity(enc, spec, cov.explained) if seen.answered else 0.0
 
         def relevance(exempt: bool) -> stages.Relevance:
             return stages.relevance(

@@ -157,6 +157,7 @@ class Coverage(Stage):
 
     result: CoverageResult = field(default_factory=lambda: CoverageResult(0.0, 0.0, [], {}))
     only_lists: bool = False  # the answer is nothing but lists of terms or figures
+    explained: str = ""  # the answer as scored: without the sentences that earn no credit
 
     @property
     def level(self) -> float:
@@ -185,7 +186,7 @@ def coverage(enc: TextEncoder, calibration: Calibration, spec: RubricSpec, seen:
         if prefix.level < cov.level:
             cov = prefix
     notes.append(f"coverage (calibrated on human grades): {cov.level:.2f}/4")
-    return Coverage(notes, ["coverage"], cov, bool(main.strip()) and not explained.strip())
+    return Coverage(notes, ["coverage"], cov, bool(main.strip()) and not explained.strip(), explained)
 
 
 # -- contradictions --------------------------------------------------------------------------------------
@@ -369,17 +370,15 @@ def similarity(cov: CoverageResult) -> float:
     )
 
 
-def story_similarity(enc: TextEncoder, spec: RubricSpec, text: str) -> float:
-    """A story question's answer against its model answer, whole and by its best sentence (0 for any other).
+def story_similarity(enc: TextEncoder, spec: RubricSpec, explained: str) -> float:
+    """A story question's answer (as scored: :attr:`Coverage.explained`) against its model answer, whole and by
+    its best sentence (0 for any other question).
 
     A story shares little wording with the rubric's key points, so the key points alone put short genuine
     stories under the off-topic bar; the model answer tells one such story. The interviewer's off-topic check
     (:meth:`~interviewer.scoring.scorer.RubricScorer.off_topic`) reads the model answer too, so the report calls
     off-topic what the interviewer redirected."""
-    if not (spec.story and spec.model_answer):
-        return 0.0
-    explained = explained_text(text)[0]
-    if not explained.strip():
+    if not (spec.story and spec.model_answer and explained.strip()):
         return 0.0
     vecs = enc.sentences([spec.model_answer, explained, *split_sentences(explained)])
     return float((vecs[1:] @ vecs[0]).max())
