@@ -7,7 +7,9 @@ trap answer: what the scorer caps at 1.5 and the listener challenges. A fluent-b
 hit; a strong, partial or off-topic one should not. Thresholds are chosen on "dev" (tests/support/traps.py);
 "heldout" is what we report. ``--show LABEL`` prints each hit on answers of that kind (claim and the candidate's
 sentence); ``--out FILE`` writes every answer's hits as JSON, to compare two versions of the reader answer by
-answer. No model: the offline scorer (MiniLM).
+answer. ``--right`` also reads the right answers of ``tests/data/right/answers.jsonl`` (one per trap question,
+written from the question's text alone): each one with a hit is a false challenge, printed with its claim. No
+model: the offline scorer (MiniLM).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -27,6 +30,7 @@ from interviewer.scoring.scorer import RubricScorer  # noqa: E402
 from tests.support.traps import load_traps, question_split  # noqa: E402
 
 LABELS = ("strong", "partial", "wrong", "off_topic")
+RIGHT = REPO / "tests" / "data" / "right" / "answers.jsonl"
 
 
 def main() -> int:
@@ -34,6 +38,7 @@ def main() -> int:
     ap.add_argument("--split", choices=["dev", "heldout", "all"], default="all")
     ap.add_argument("--show", choices=LABELS, default=None, help="print the hits on answers of this kind")
     ap.add_argument("--out", type=Path, default=None, help="write every answer's hits as JSON")
+    ap.add_argument("--right", action="store_true", help="also read the independent right answers")
     args = ap.parse_args()
     t0 = time.perf_counter()
     bank = load_bank(REPO)
@@ -59,9 +64,35 @@ def main() -> int:
     print("|---|---|" + "---|" * len(LABELS))
     for split, row in sorted(counts.items()):
         print(f"| {split} | {row['questions']} | " + " | ".join(str(row[k]) for k in LABELS) + " |")
+    if args.right:
+        right = counts_right(scorer, bank, args.split, hits)
+        print("\nindependent right answers with a classic wrong claim read in them (false challenges)")
+        print("| split | answers | with a hit |")
+        print("|---|---|---|")
+        for split, (n, bad) in sorted(right.items()):
+            print(f"| {split} | {n} | {bad} |")
     if args.out:
         args.out.write_text(json.dumps(hits, indent=0), encoding="utf-8")
     return 0
+
+
+def counts_right(
+    scorer: RubricScorer, bank: Any, split: str, hits: dict[str, list[tuple[str, str]]]
+) -> dict[str, tuple[int, int]]:
+    """Per split: (right answers read, those with a hit); each hit is printed and kept in ``hits``."""
+    out: dict[str, tuple[int, int]] = {}
+    for line in RIGHT.read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        qid, where = row["id"], question_split(row["id"])
+        if split not in ("all", where):
+            continue
+        found = [(h.name, h.sentence) for h in scorer.wrong_claims(bank.get(qid), row["text"])]
+        hits[f"{qid}|right"] = found
+        for name, sentence in found:
+            print(f"{qid} [right] {name}: {sentence}")
+        n, bad = out.get(where, (0, 0))
+        out[where] = (n + 1, bad + bool(found))
+    return out
 
 
 if __name__ == "__main__":

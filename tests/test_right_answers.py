@@ -1,0 +1,68 @@
+"""The rubrics' classic wrong claims, read against right answers written without the rubrics.
+
+``tests/data/right/answers.jsonl`` holds one strong answer per trap-set question, written from the question's
+text alone. A wrong claim read in one of them is a false challenge (and a score capped at 1.5), so the list of
+those the scorer reads today is pinned here: a new authored claim, or a looser reader, that takes another right
+answer for a wrong one fails this module. Each phrasing of a claim must also be read when said on its own, or
+it is dead weight the paraphrase reader still compares against.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from interviewer.scoring.claims import find_contradictions
+from tests.support.traps import load_traps
+
+RIGHT = Path(__file__).parent / "data" / "right" / "answers.jsonl"
+
+# (question, claim) pairs the scorer reads in an independent right answer today: each is a right sentence in a
+# wrong claim's words ("a multiple of 32 ... usually 128 or 256" for "1024 is always best"), the paraphrase
+# reader's known limit. The list may shrink; it must not grow.
+KNOWN_FALSE_READINGS = {
+    ("behavioral.field-direction", "hardware no longer matters"),
+    ("cpp.linking-undefined-reference", "libraries first"),
+    ("gpu.execution.threads-per-block", "1024 is always best"),
+    ("gpu.tensor-cores.shape-alignment", "extra work explains it"),
+    ("inference.data.spark-skew", "aqe fixes aggregations"),
+    ("inference.quant.smoothquant", "smoothquant clips"),
+    ("mlcode.broadcasting-pitfalls", "broadcasts element-wise"),
+    ("mlcode.gradient-check", "absolute threshold"),
+    ("mlcode.layernorm-vs-batchnorm-axes", "axes swapped"),
+    ("mlcode.mixed-precision-loss-scaling", "scaling prevents overflow"),
+}
+
+
+def right_answers() -> dict[str, str]:
+    rows = [json.loads(line) for line in RIGHT.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return {r["id"]: r["text"] for r in rows}
+
+
+def test_there_is_one_right_answer_for_every_trap_question(bank):
+    answers = right_answers()
+    assert set(answers) == set(load_traps())
+    assert all(q in bank.questions for q in answers)
+    assert all(60 <= len(t.split()) <= 190 for t in answers.values())
+
+
+def test_every_phrasing_of_a_wrong_claim_is_read_when_said_on_its_own(bank):
+    dead = [
+        f"{q.id} '{c.name}': {p!r}"
+        for q in bank.questions.values()
+        for c in q.contradictions
+        for p in c.any_of
+        if not find_contradictions(f"{p[0].upper()}{p[1:]}.", [c])
+    ]
+    assert dead == [], "\n".join(dead)
+
+
+def test_no_right_answer_is_read_as_a_wrong_claim_beyond_the_known_ones(bank, bank_scorer):
+    read = {
+        (qid, hit.name)
+        for qid, text in right_answers().items()
+        for hit in bank_scorer.wrong_claims(bank.get(qid), text)
+    }
+    assert read - KNOWN_FALSE_READINGS == set(), sorted(read - KNOWN_FALSE_READINGS)
+    # the pinned list is what the readers do today, not a wish: an entry no longer read is taken off it
+    assert KNOWN_FALSE_READINGS - read == set(), sorted(KNOWN_FALSE_READINGS - read)
