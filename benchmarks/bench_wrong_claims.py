@@ -19,12 +19,11 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from interviewer.content import load_bank  # noqa: E402
+from interviewer.content import Bank, load_bank  # noqa: E402
 from interviewer.embeddings import MiniLMEmbedder  # noqa: E402
 from interviewer.scoring.scorer import RubricScorer  # noqa: E402
 from tests.support.traps import load_traps, question_split  # noqa: E402
@@ -77,7 +76,7 @@ def main() -> int:
 
 
 def counts_right(
-    scorer: RubricScorer, bank: Any, split: str, hits: dict[str, list[tuple[str, str]]]
+    scorer: RubricScorer, bank: Bank, split: str, hits: dict[str, list[tuple[str, str]]]
 ) -> dict[str, tuple[int, int]]:
     """Per split: (right answers read, those with a hit); each hit is printed and kept in ``hits``."""
     out: dict[str, tuple[int, int]] = {}
