@@ -7,7 +7,7 @@ import pytest
 from interviewer.embeddings import MiniLMEmbedder
 from interviewer.listen import Listener
 from interviewer.scoring import paraphrase
-from interviewer.scoring.claims import contradictions_asserted
+from interviewer.scoring.claims import contradictions_asserted, find_assertion
 from interviewer.scoring.coverage import TextEncoder
 from interviewer.scoring.paraphrase import CLOSER_BY, SIMILAR, paraphrased_contradictions
 from interviewer.scoring.scorer import CONTRADICTED_ANSWER_MAX
@@ -199,6 +199,42 @@ def test_a_hedged_clause_asserts_no_wrong_claim(bank, bank_scorer, answer: str) 
     q = bank.get("inference.quant.smoothquant")
     assert bank_scorer.wrong_claims(q, answer) == []
     assert bank_scorer.wrong_claims(q, paraphrase.HEDGE.sub("", answer)) != []  # the same words, asserted
+
+
+THROUGHPUT_FASTER = "more throughput makes every request faster"
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        f"A common belief is that {THROUGHPUT_FASTER}.",
+        f"You\u2019d think {THROUGHPUT_FASTER}.",
+        "You'd expect more throughput to make every request faster.",
+        "Higher throughput isn't free and doesn't make every request faster.",
+        f"Two hypotheses to test: {THROUGHPUT_FASTER}, or the queue hides the cost.",
+        f"What I suspect: {THROUGHPUT_FASTER}.",
+    ],
+)
+def test_a_belief_a_second_negated_predicate_or_a_hedged_heading_asserts_no_wrong_claim(
+    bank, bank_scorer, answer: str
+) -> None:
+    """Someone else's belief (also "you'd think"), a claim denied by its own "and doesn't" after a first
+    negation (the two cues deny one predicate each, they do not cancel), and a list of suspects after a colon are
+    not the candidate's claims; said flatly, the same claim is read."""
+    q = bank.get("case.benchmark-contract")
+    assert bank_scorer.wrong_claims(q, answer) == []
+    assert [
+        h.name for h in bank_scorer.wrong_claims(q, f"{THROUGHPUT_FASTER[0].upper()}{THROUGHPUT_FASTER[1:]}.")
+    ] == ["throughput equals latency"]
+
+
+def test_a_second_negated_predicate_keeps_its_own_negation_in_the_clause_reader() -> None:
+    assert find_assertion("FlashAttention isn't an approximation and doesn't cut FLOPs.", "cut flops") is None
+    assert find_assertion("FlashAttention is exact and cuts FLOPs.", "cuts flops") is not None
+    assert (
+        find_assertion("It is not true that it isn't atomic.", "isn't atomic") is None
+    )  # one outer negation
+    assert find_assertion("It never helps, and it is not slow either.", "helps") is None
 
 
 def test_the_rubrics_own_words_are_never_read_as_its_wrong_claim(bank, bank_scorer) -> None:

@@ -7,9 +7,12 @@ numeric checks and contradiction checks all ask this module whether a phrase (or
 - the text is cut into sentences, and sentences into clauses at contrast markers ("X, not Y", "but",
   "whereas", "rather than", "instead of", ";");
 - a clause is *denied* when a negation cue ("not", "no", "never", "n't", "without", "neither", "nor", "false",
-  "myth", "wrong") comes before the phrase in the same clause; "not Y" after a contrast comma denies Y;
+  "myth", "wrong") comes before the phrase in the same clause; "not Y" after a contrast comma denies Y; a
+  second predicate with its own negation ("isn't an approximation and doesn't cut FLOPs") starts a new scope,
+  so its cue denies it instead of cancelling the first;
 - a clause is *attributed* when the candidate reports someone else's view ("people think", "a common mistake
-  is", "some say", "it's a myth that", "contrary to") rather than making the claim;
+  is", "a common belief is", "you'd think", "some say", "it's a myth that", "contrary to") rather than making
+  the claim;
 - a sentence that ends with "?" asks, it does not assert.
 
 A phrase that carries its own negation ("not 2x", "isn't atomic") is matched as written: its polarity is part
@@ -47,10 +50,18 @@ ATTRIBUTION = re.compile(
     r"(?:think|thinks|believe|believes|assume|assumes|say|says|claim|claims|expect|expects)\b|"
     r"\b(?:common|classic|typical|usual)\s+(?:mistake|misconception|trap|error|pitfall|myth)\b|"
     r"\bit(?:'s| is) a myth\b|\bcontrary to\b|\bthe naive (?:answer|view|reading)\b|"
-    r"\bmisconception\b|\b(?:you|one|we) (?:might|may|could|would) (?:think|assume|say|expect)\b|"
+    r"\b(?:common|popular|widespread|naive)\s+(?:belief|assumption|intuition)\b|"
+    r"\bmisconception\b|\b(?:you|one|we)(?:['’]d| might| may| could| would) (?:think|assume|say|expect)\b|"
     r"\bit (?:looks|seems) like\b|\bit(?:'s| is) tempting to (?:say|think|assume)\b",
     re.IGNORECASE,
 )
+# A second predicate with its own negation ("isn't an approximation and doesn't cut FLOPs"): the first
+# negation does not reach past it, so the two cues deny one predicate each and do not cancel out.
+NEGATED_PREDICATE = (
+    r"(?:and|or)\s+(?:(?:does|do|did|is|are|was|were|will|can|would|should)\s+not|never|"
+    r"(?:does|do|did|is|are|was|were|wo|ca|would|should)n['’]t)\b"
+)
+_NEW_SCOPE = re.compile(r"\b(?=" + NEGATED_PREDICATE + ")", re.IGNORECASE)
 _TURN = re.compile(r"(?:but|whereas|while|although|though|however|not|rather|instead)\b", re.IGNORECASE)
 _WORDS = re.compile(r"[a-z0-9]+(?:'[a-z]+)?(?:[+#]+)?|[%×]")
 _ARTICLES = {"a", "an", "the"}
@@ -120,8 +131,11 @@ _SCOPE_WORDS = 6  # a negation cue reaches this many words ahead ("it is not the
 
 
 def negated_before(prefix: str, scope: int = _SCOPE_WORDS) -> bool:
-    """Whether the ``scope`` words just before something (same clause) deny it: an odd number of cues."""
+    """Whether the ``scope`` words just before something (same clause) deny it: an odd number of cues since
+    the last negated predicate of its own began ("... and doesn't")."""
     window = " ".join(_norm(prefix).split()[-scope:])
+    starts = [m.start() for m in _NEW_SCOPE.finditer(window)]
+    window = window[starts[-1] :] if starts else window
     return _negations(window) % 2 == 1
 
 

@@ -3,8 +3,9 @@
 The clause reader (:mod:`interviewer.scoring.claims`) finds a rubric's wrong claim only in one of its authored
 phrasings. Candidates rarely use them: "if throughput goes up, latency goes down with it" is the authored
 "higher throughput means lower latency" in other words. Here a clause of the answer (cut further where a
-consequence or a reason begins: ", so", ", because", a colon) asserts a contradiction when, for one of its
-phrasings (the claim itself or an ``any_of``):
+consequence or a reason begins: ", so", ", because", a colon; and before a second predicate with its own
+negation, "... and doesn't") asserts a contradiction when, for one of its phrasings (the claim itself or an
+``any_of``):
 
 - the clause's MiniLM sentence vector is at least :data:`SIMILAR` cosine from the phrasing's;
 - it is closer to the phrasing than to every statement the rubric holds true (its key points, the why steps'
@@ -22,7 +23,8 @@ phrasings (the claim itself or an ``any_of``):
   int8 scale, "divided by 256" the classic slip, and neither the vectors nor the words see the difference;
 - its negations agree with the phrasing's ("it doesn't cost anything" for "preemption costs nothing"), and it
   is neither a question, nor someone else's view ("people think ..."), nor a hedge (:data:`HEDGE`:
-  "quantization is the obvious suspect" names a hypothesis to test, not a cause);
+  "quantization is the obvious suspect" names a hypothesis to test, not a cause), nor listed after a hedged
+  heading ("suspects, roughly in order: ...");
 - it is not a piece of a right statement word for word (:data:`_VERBATIM_WORDS` words or more): a candidate
   who repeats the model answer the report showed is not challenged for it.
 
@@ -33,7 +35,10 @@ a wrong claim (4 before telling words were compared without a final "s"). Phrasi
 tried with higher bars (0.65 cosine, 0.15 closer, three quarters of all their words): 54 dev wrong answers for
 no right one, but on the held-out split 3 more wrong answers for 5 partial and 1 strong, so they stay out. Word
 order was tried as a further check and left out: on the dev split it dropped passive rewordings of wrong claims
-("at the end of the epoch you average the weights") before it held back any right clause. A hit is the clause
+("at the end of the epoch you average the weights") before it held back any right clause. Looser checks were
+tried on the dev split with the independent right answers beside it (tests/data/right) and left out, each
+trading right answers for wrong ones about one for one: a smaller margin for clauses very close to a phrasing,
+telling words matched by word-vector synonyms, stems sharing their first five letters. A hit is the clause
 reader's :class:`ContradictionHit`, so the scorer caps on it and the interviewer challenges it, quoting the
 candidate's sentence.
 """
@@ -46,7 +51,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from interviewer.scoring.claims import ATTRIBUTION, NEGATION, Clause, ContradictionHit, clauses
+from interviewer.scoring.claims import (
+    ATTRIBUTION,
+    NEGATED_PREDICATE,
+    NEGATION,
+    Clause,
+    ContradictionHit,
+    clauses,
+)
 from interviewer.scoring.reader import numbers_written, states_numbers
 from interviewer.text import plain_words, stems
 
@@ -61,7 +73,10 @@ TELLING_SHARE = 0.5  # share of the phrasing's telling words the clause must use
 HEDGE = re.compile(r"\b(?:suspects?|might|may|could|maybe|perhaps|possibly|hypothes[a-z]*)\b", re.IGNORECASE)
 # A clause is cut further where one claim ends and a consequence or a reason begins, so that one claim in a long
 # sentence is compared on its own: ", so", ", and", ", because", ", since", ", which" and a colon.
-_PIECES = re.compile(r",\s+(?=so\b|and\b|because\b|since\b|which\b)|:\s+", re.IGNORECASE)
+_PIECES = re.compile(
+    r",\s+(?=so\b|and\b|because\b|since\b|which\b)|:\s+|\s+(?=" + NEGATED_PREDICATE + ")", re.IGNORECASE
+)
+_COLON = re.compile(r":\s+")
 _PIECE_WORDS = 3  # shorter pieces ("so it's fast") stay with nothing to compare
 _VERBATIM_WORDS = 6  # a piece this long, word for word in a right statement, is that statement ("which lowers
 # variance" is not: a few words any answer may share)
@@ -110,7 +125,11 @@ def _directions(text: str, words: set[str]) -> set[int]:
 
 
 def _pieces(clause: Clause) -> list[Clause]:
-    parts = [p for p in _PIECES.split(clause.text) if len(p.split()) >= _PIECE_WORDS]
+    parts: list[str] = []
+    for head in _COLON.split(clause.text):
+        parts += [p for p in _PIECES.split(head) if len(p.split()) >= _PIECE_WORDS]
+        if HEDGE.search(head):
+            break
     return [Clause(p, clause.sentence, clause.question) for p in parts] if len(parts) > 1 else [clause]
 
 
