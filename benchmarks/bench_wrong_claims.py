@@ -7,9 +7,10 @@ trap answer: what the scorer caps at 1.5 and the listener challenges. A fluent-b
 hit; a strong, partial or off-topic one should not. Thresholds are chosen on "dev" (tests/support/traps.py);
 "heldout" is what we report. ``--show LABEL`` prints each hit on answers of that kind (claim and the candidate's
 sentence); ``--out FILE`` writes every answer's hits as JSON, to compare two versions of the reader answer by
-answer. ``--right`` also reads the right answers of ``tests/data/right/answers.jsonl`` (one per trap question,
-written from the question's text alone): each one with a hit is a false challenge, printed with its claim. No
-model: the offline scorer (MiniLM).
+answer. ``--right`` also reads the two sets of right answers in ``tests/data/right`` (``answers.jsonl`` and
+``corrections.jsonl``, one answer per trap question each, written from the question's text alone; about half of
+the second set's answers reject a misconception): each one with a hit is a false challenge, printed with its
+claim. No model: the offline scorer (MiniLM).
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ from interviewer.scoring.scorer import RubricScorer  # noqa: E402
 from tests.support.traps import load_traps, question_split  # noqa: E402
 
 LABELS = ("strong", "partial", "wrong", "off_topic")
-RIGHT = REPO / "tests" / "data" / "right" / "answers.jsonl"
+RIGHT = REPO / "tests" / "data" / "right"
+RIGHT_SETS = ("answers.jsonl", "corrections.jsonl")
 
 
 def main() -> int:
@@ -66,10 +68,10 @@ def main() -> int:
     if args.right:
         right = counts_right(scorer, bank, args.split, hits)
         print("\nindependent right answers with a classic wrong claim read in them (false challenges)")
-        print("| split | answers | with a hit |")
-        print("|---|---|---|")
-        for split, (n, bad) in sorted(right.items()):
-            print(f"| {split} | {n} | {bad} |")
+        print("| set | split | answers | with a hit |")
+        print("|---|---|---|---|")
+        for (name, split), (n, bad) in sorted(right.items()):
+            print(f"| {name} | {split} | {n} | {bad} |")
     if args.out:
         args.out.write_text(json.dumps(hits, indent=0), encoding="utf-8")
     return 0
@@ -77,20 +79,21 @@ def main() -> int:
 
 def counts_right(
     scorer: RubricScorer, bank: Bank, split: str, hits: dict[str, list[tuple[str, str]]]
-) -> dict[str, tuple[int, int]]:
-    """Per split: (right answers read, those with a hit); each hit is printed and kept in ``hits``."""
-    out: dict[str, tuple[int, int]] = {}
-    for line in RIGHT.read_text(encoding="utf-8").splitlines():
-        row = json.loads(line)
-        qid, where = row["id"], question_split(row["id"])
-        if split not in ("all", where):
-            continue
-        found = [(h.name, h.sentence) for h in scorer.wrong_claims(bank.get(qid), row["text"])]
-        hits[f"{qid}|right"] = found
-        for name, sentence in found:
-            print(f"{qid} [right] {name}: {sentence}")
-        n, bad = out.get(where, (0, 0))
-        out[where] = (n + 1, bad + bool(found))
+) -> dict[tuple[str, str], tuple[int, int]]:
+    """Per set and split: (right answers read, those with a hit); each hit is printed and kept in ``hits``."""
+    out: dict[tuple[str, str], tuple[int, int]] = {}
+    for name in RIGHT_SETS:
+        for line in (RIGHT / name).read_text(encoding="utf-8").splitlines():
+            row = json.loads(line)
+            qid, where = row["id"], question_split(row["id"])
+            if split not in ("all", where):
+                continue
+            found = [(h.name, h.sentence) for h in scorer.wrong_claims(bank.get(qid), row["text"])]
+            hits[f"{qid}|right:{name}"] = found
+            for claim, sentence in found:
+                print(f"{qid} [{name}] {claim}: {sentence}")
+            n, bad = out.get((name, where), (0, 0))
+            out[(name, where)] = (n + 1, bad + bool(found))
     return out
 
 
