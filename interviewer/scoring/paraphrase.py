@@ -71,12 +71,13 @@ CLOSER_BY = 0.10  # how much closer to the wrong phrasing than to any right stat
 TELLING_SHARE = 0.5  # share of the phrasing's telling words the clause must use
 # A clause that offers a hypothesis or a possibility asserts nothing.
 HEDGE = re.compile(r"\b(?:suspects?|might|may|could|maybe|perhaps|possibly|hypothes[a-z]*)\b", re.IGNORECASE)
-# A clause is cut further where one claim ends and a consequence or a reason begins, so that one claim in a long
-# sentence is compared on its own: ", so", ", and", ", because", ", since", ", which" and a colon.
-_PIECES = re.compile(
-    r",\s+(?=so\b|and\b|because\b|since\b|which\b)|:\s+|\s+(?=" + NEGATED_PREDICATE + ")", re.IGNORECASE
-)
+# A clause is cut further where one claim ends and another begins, so that one claim in a long sentence is
+# compared on its own: first at a colon (:data:`_COLON`; what follows a hedged heading is dropped), then at ", so",
+# ", and", ", because", ", since", ", which" and before a second negated predicate (:data:`_PIECES`).
 _COLON = re.compile(r":\s+")
+_PIECES = re.compile(
+    r",\s+(?=so\b|and\b|because\b|since\b|which\b)|\s+(?=" + NEGATED_PREDICATE + ")", re.IGNORECASE
+)
 _PIECE_WORDS = 3  # shorter pieces ("so it's fast") stay with nothing to compare
 _VERBATIM_WORDS = 6  # a piece this long, word for word in a right statement, is that statement ("which lowers
 # variance" is not: a few words any answer may share)
