@@ -133,6 +133,41 @@ def test_speed_judge_fails_code_clearly_slower_than_the_tiled_loop_even_when_the
     assert f"{min(9.0 / 7.0, 22.0 / 18.0):.2f}x its time" in c.message
 
 
+def test_a_run_over_the_bar_but_far_behind_the_tiled_loop_is_not_taken_for_tiling() -> None:
+    # An untiled loop's lucky run: 1.33x over the faster naive loop, yet 1.83x the tiled loop's time.
+    lucky = _t(13.3, 5.45, 10.0)
+    assert lucky.ratio >= T.MIN_SPEEDUP and lucky.vs_tiled > T.TILED_CEILING and not lucky.fast
+    assert T.next_shape([(DRAWN, lucky)]) == DRAWN  # timed again, like a ratio just under the bar
+    c = T.judge_speed([(DRAWN, lucky), (DRAWN, _t(10.0, 5.0, 10.1))])
+    assert not c.passed and c.warning is None
+    assert (
+        "not measurably tiled" in c.message
+        and "1.83x the time of the grader's own 32x32 tiled loop" in c.message
+    )
+    assert f"need at most {T.TILED_CEILING:.2f}x" in c.message and "square tiles" in c.message
+    # Tiled code slower than the harness's loop but well ahead of the naive one passes, on any run.
+    tiled16 = _t(10.0, 5.5, 7.7)
+    assert tiled16.fast
+    assert T.judge_speed([(DRAWN, tiled16)]).passed
+    c = T.judge_speed([(DRAWN, _t(10.0, 5.5, 9.0)), (DRAWN, tiled16)])
+    assert c.passed and "1.40x the tiled loop's time" in c.message
+
+
+def test_a_run_where_tiling_gained_little_cannot_pass_an_untiled_loop_on_speed() -> None:
+    # The tiled loop 1.30x the naive one; an untiled loop's lucky run 1.25x over it, as fast as that tiled loop.
+    weak = _t(10.0, 7.7, 8.0)
+    assert weak.ratio >= T.MIN_SPEEDUP and weak.vs_tiled <= T.TILED_CEILING
+    assert weak.machine_ratio < T.JUDGE_AT and not weak.discriminates and not weak.fast
+    assert T.next_shape([(DRAWN, weak)]) == T.THRASH_SHAPE
+    # Where the thrash shape tells them apart, the loop is judged there, and fails.
+    c = T.judge_speed([(DRAWN, weak), (T.THRASH_SHAPE, _t(20.0, 10.0, 19.5))])
+    assert not c.passed and c.warning is None and "not measurably faster" in c.message
+    # Where no run could, it passes only as "not judged", with the warning saying so.
+    c = T.judge_speed([(DRAWN, weak), (T.THRASH_SHAPE, _t(20.0, 17.0, 17.5))])
+    assert c.passed and c.warning is not None and "timing could not judge tiling" in c.warning
+    assert f"need {T.JUDGE_AT:.2f}x" in c.message
+
+
 def test_retries_time_the_thrash_shape_until_a_run_tells_tiling_apart() -> None:
     fast = _t(10.0, 6.0, 6.0)
     assert T.next_shape([(DRAWN, fast)]) is None
@@ -283,7 +318,7 @@ def test_where_no_run_can_judge_tiling_the_grader_times_the_thrash_shape_and_com
     sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A bar no tiled loop reaches stands in for a machine whose caches hide the naive loop's misses.
-    monkeypatch.setattr(T, "MIN_SPEEDUP", 100.0)
+    monkeypatch.setattr(T, "JUDGE_AT", 100.0)
     seed = next(s for s in range(100) if T.timing_shape(np.random.default_rng(s)) != T.THRASH_SHAPE)
     task = get_task(TASK)
     ref = T.grade_checks(task.path, task.reference_code(), sandbox, seed=seed)[-1]
