@@ -6,8 +6,10 @@ column-order naive loop. Each run is one sandboxed harness run (7 interleaved re
 By default a run times the shape the grader would draw for that seed (sides 1536, 2048 or 2560); with
 ``--per-shape`` every pair of those sides is timed ``runs`` times (pairs the grader never draws are marked).
 Besides the candidate's speedup over the faster naive loop it prints the harness's own 32x32 tiled loop's
-speedup ("machine": the grader treats a run as able to judge tiling when this reaches MIN_SPEEDUP) and the
-candidate's time over that tiled loop's.
+speedup ("machine": the grader treats a run as able to judge tiling when this reaches JUDGE_AT), the
+candidate's time over that tiled loop's, how many runs reached MIN_SPEEDUP alone, and how many were fast
+(``Timing.fast``, the grader's test for one run: a run that can judge tiling, MIN_SPEEDUP over the naive
+loop, and at most TILED_CEILING times the tiled loop's time).
 """
 
 from __future__ import annotations
@@ -66,7 +68,8 @@ def spread(values: list[float]) -> str:
 def row(label: str, ts: list[T.Timing]) -> str:
     return (
         f"| {label} | {spread([t.ratio for t in ts])} | {spread([t.machine_ratio for t in ts])} "
-        f"| {spread([t.cand / t.tiled for t in ts])} |"
+        f"| {spread([t.vs_tiled for t in ts])} | {sum(t.ratio >= T.MIN_SPEEDUP for t in ts)}/{len(ts)} "
+        f"| {sum(t.fast for t in ts)}/{len(ts)} |"
     )
 
 
@@ -79,9 +82,11 @@ def main() -> None:
     variants = {Path(p).name: Path(p).read_text() for p in files} or VARIANTS
     sb = Sandbox()
     print(
-        f"min - median - max over {runs} run(s); need >= {T.MIN_SPEEDUP} over the faster naive loop\n"
-        "| variant, shape | yours: speedup | machine: tiled loop's speedup | your time / tiled loop's |\n"
-        "|---|---|---|---|"
+        f"min - median - max over {runs} run(s); a fast run has the tiled loop >= {T.JUDGE_AT}x the naive one, "
+        f"yours >= {T.MIN_SPEEDUP}x the faster naive loop and <= {T.TILED_CEILING}x the tiled loop's time\n"
+        "| variant, shape | yours: speedup | machine: tiled loop's speedup | your time / tiled loop's "
+        f"| runs >= {T.MIN_SPEEDUP}x | fast runs |\n"
+        "|---|---|---|---|---|---|"
     )
     for name, code in variants.items():
         if not per_shape:
