@@ -421,7 +421,8 @@ def judge_speed(runs: list[tuple[tuple[int, int], Timing]]) -> Check:
     if judged:
         if best.ratio >= MIN_SPEEDUP:
             fail = (
-                f"correct, but not measurably tiled: {best.ratio:.2f}x the naive loop's speed in one run, yet "
+                f"correct, but not measurably faster than the naive transpose: {best.ratio:.2f}x the naive "
+                f"loop's speed in one run, yet "
                 f"{best.vs_tiled:.2f}x the time of the grader's own 32x32 tiled loop in that run (need at most "
                 f"{TILED_CEILING:.2f}x), which noise can do to an untiled loop: " + detail + hint
             )
