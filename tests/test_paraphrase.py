@@ -228,6 +228,28 @@ def test_a_belief_a_second_negated_predicate_or_a_hedged_heading_asserts_no_wron
     ] == ["throughput equals latency"]
 
 
+@pytest.mark.parametrize(
+    ("played_down", "flat"),
+    [
+        (
+            "With a bigger batch each step gets marginally slower.",
+            "With a bigger batch each step gets proportionally slower.",
+        ),
+        (
+            "Each step gets slightly slower as the batch grows.",
+            "Each step gets proportionally slower as the batch grows.",
+        ),
+    ],
+)
+def test_a_change_played_down_is_not_a_claim_of_a_strong_degree(
+    bank, bank_scorer, played_down: str, flat: str
+) -> None:
+    """ "Slightly slower" moves the same way as "proportionally slower" but does not claim it."""
+    q = bank.get("inference.batching.decode-bandwidth-bound")
+    assert bank_scorer.wrong_claims(q, played_down) == []
+    assert [h.name for h in bank_scorer.wrong_claims(q, flat)] == ["batching slows each token proportionally"]
+
+
 def test_a_second_negated_predicate_keeps_its_own_negation_in_the_clause_reader() -> None:
     assert find_assertion("FlashAttention isn't an approximation and doesn't cut FLOPs.", "cut flops") is None
     assert find_assertion("FlashAttention is exact and cuts FLOPs.", "cuts flops") is not None

@@ -46,7 +46,6 @@ KNOWN_FALSE_READINGS_CORRECTIONS = {
     ("design.runaway-query-guard", "prompt prevents costly sql"),
     ("gpu.memory.vectorized-loads", "float4 on any pointer"),
     ("gpu.reduction.across-blocks", "spin on a flag"),
-    ("inference.batching.decode-bandwidth-bound", "batching slows each token proportionally"),
     ("mlcode.batchnorm-train-vs-eval", "eval only affects dropout"),
     ("mlcode.gradient-check", "absolute threshold"),
     ("mlcode.layernorm-vs-batchnorm-axes", "axes swapped"),

@@ -75,6 +75,18 @@ HEDGE = re.compile(r"\b(?:suspects?|might|may|could|maybe|perhaps|possibly|hypot
 # compared on its own: first at a colon (:data:`_COLON`; what follows a hedged heading is dropped), then at ", so",
 # ", and", ", because", ", since", ", which" and before a second negated predicate (:data:`_PIECES`).
 _COLON = re.compile(r":\s+")
+# A phrasing that names a strong degree ("proportionally slower", "doubles the step time", "10x") is not what a
+# clause says that plays the change down ("each step gets slightly slower"): the direction agrees, the claim
+# does not.
+STRONG_DEGREE = re.compile(
+    r"\b(?:proportional(?:ly)?|linear(?:ly)?|exponential(?:ly)?|quadratic(?:ally)?|doubl(?:e|es|ed|ing)|twice|"
+    r"tripl(?:e|es|ed|ing)|halv(?:e|es|ed|ing)|\d+(?:\.\d+)?\s*(?:x|times)|orders?\s+of\s+magnitude)\b",
+    re.IGNORECASE,
+)
+PLAYED_DOWN = re.compile(
+    r"\b(?:slightly|marginally|somewhat|barely|hardly|modestly|mildly|negligibly|a\s+(?:bit|little|touch))\b",
+    re.IGNORECASE,
+)
 _PIECES = re.compile(
     r",\s+(?=so\b|and\b|because\b|since\b|which\b)|\s+(?=" + NEGATED_PREDICATE + ")", re.IGNORECASE
 )
@@ -186,13 +198,13 @@ def paraphrased_contradictions(
     said, wrong, true = np.split(vecs, [len(own), len(own) + len(phrasings)])
     to_wrong = said @ wrong.T
     to_right = (said @ true.T).max(axis=1) if len(truths) else np.full(len(own), -1.0)
-    # what each phrasing asks of a clause, worked out once: its negation parity, telling words, numbers, and the
-    # directions among its telling words (a clause must use each of them)
+    # what each phrasing asks of a clause, worked out once: its negation parity, telling words, numbers, the
+    # directions among its telling words (a clause must use each of them), and whether it names a strong degree
     asks = []
     for _, p in phrasings:
         telling = _stems(p) - known
         ways = {i for i, cls in enumerate(_DIRECTION_STEMS) if telling & cls}
-        asks.append((_polarity(p), telling, numbers_written(p), ways))
+        asks.append((_polarity(p), telling, numbers_written(p), ways, bool(STRONG_DEGREE.search(p))))
     best: dict[str, tuple[float, int]] = {}
     for i, clause in enumerate(own):
         if HEDGE.search(clause.text):
@@ -205,10 +217,13 @@ def paraphrased_contradictions(
         directions = _directions(clause.text, words)
         words = words.union(*(_DIRECTION_STEMS[d] for d in directions))
         polarity = _polarity(clause.text)
+        played_down = bool(PLAYED_DOWN.search(clause.text))
         for j, (c, _) in enumerate(phrasings):
             sim = float(to_wrong[i, j])
-            phrase_polarity, telling, numbers, ways = asks[j]
+            phrase_polarity, telling, numbers, ways, strong = asks[j]
             if sim < SIMILAR or sim - float(to_right[i]) < CLOSER_BY or polarity != phrase_polarity:
+                continue
+            if strong and played_down:
                 continue
             if not telling or len(_shared(telling, words)) < TELLING_SHARE * len(telling):
                 continue
