@@ -75,6 +75,12 @@ HEDGE = re.compile(r"\b(?:suspects?|might|may|could|maybe|perhaps|possibly|hypot
 # compared on its own: first at a colon (:data:`_COLON`; what follows a hedged heading is dropped), then at ", so",
 # ", and", ", because", ", since", ", which" and before a second negated predicate (:data:`_PIECES`).
 _COLON = re.compile(r":\s+")
+_PIECES = re.compile(
+    r",\s+(?=so\b|and\b|because\b|since\b|which\b)|\s+(?=" + NEGATED_PREDICATE + ")", re.IGNORECASE
+)
+_PIECE_WORDS = 3  # shorter pieces ("so it's fast") stay with nothing to compare
+_VERBATIM_WORDS = 6  # a piece this long, word for word in a right statement, is that statement ("which lowers
+# variance" is not: a few words any answer may share)
 # A phrasing that names a strong degree ("proportionally slower", "doubles the step time", "10x") is not what a
 # clause says that plays the change down ("each step gets slightly slower"): the direction agrees, the claim
 # does not.
@@ -87,12 +93,6 @@ PLAYED_DOWN = re.compile(
     r"\b(?:slightly|marginally|somewhat|barely|hardly|modestly|mildly|negligibly|a\s+(?:bit|little|touch))\b",
     re.IGNORECASE,
 )
-_PIECES = re.compile(
-    r",\s+(?=so\b|and\b|because\b|since\b|which\b)|\s+(?=" + NEGATED_PREDICATE + ")", re.IGNORECASE
-)
-_PIECE_WORDS = 3  # shorter pieces ("so it's fast") stay with nothing to compare
-_VERBATIM_WORDS = 6  # a piece this long, word for word in a right statement, is that statement ("which lowers
-# variance" is not: a few words any answer may share)
 
 
 def _stems(text: str) -> set[str]:
