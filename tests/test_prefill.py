@@ -267,7 +267,7 @@ def test_the_page_reads_an_answer_without_its_last_full_stop_once_the_candidate_
         )
         client.predict(typed[:30], owner, api_name="/typing")
         client.predict(typed, owner, api_name="/typing")
-        # A loaded machine may still be loading the encoder for the first reading: poll for up to 30 s.
+        # A loaded machine can take longer than 10 s to read after the pause: poll for up to 30 s.
         for _ in range(300):
             if any(a == typed for _, a in read):
                 break
