@@ -107,6 +107,22 @@ def test_a_clause_close_to_a_wrong_claim_without_its_telling_words_is_not_taken_
     assert paraphrased_contradictions(enc, wrong, *args, skip=[claim.name]) == []
 
 
+def test_a_clause_as_close_to_a_right_statement_as_to_the_claim_is_held_back_by_the_margin(bank) -> None:
+    """ "Batching makes each decode step proportionally slower" says the claim in its own telling words, but a
+    why step's right statement ("batch-1 decode roughly doubles ...") reads as close to it in vectors. The margin
+    (``closer_by``) holds it back; a reader run with no margin, as the encoder comparison does, takes it."""
+    enc = TextEncoder(MiniLMEmbedder())
+    q = bank.get("inference.batching.decode-bandwidth-bound")
+    spec = RubricSpec.from_question(q)
+    args = (q.contradictions, spec.right_statements(), q.question)
+    clause = "Batching makes each decode step proportionally slower."
+    assert paraphrased_contradictions(enc, clause, *args) == []
+    loose = paraphrased_contradictions(enc, clause, *args, closer_by=-0.10)
+    assert [h.name for h in loose] == ["batching slows each token proportionally"]
+    # A bar on the cosine nothing reaches reads nothing, margin or not.
+    assert paraphrased_contradictions(enc, clause, *args, similar=0.99, closer_by=-0.10) == []
+
+
 def test_a_wrong_claim_inside_a_long_sentence_is_compared_on_its_own(bank, bank_scorer) -> None:
     """Joined to a method and a consequence, the claim's clause reads unlike it as a whole; cut where the reason
     and the consequence begin (", since", ", so"), the claim stands alone and is found."""

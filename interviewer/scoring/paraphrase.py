@@ -168,6 +168,9 @@ def paraphrased_contradictions(
     right: Sequence[str],
     question: str,
     skip: Sequence[str] = (),
+    *,
+    similar: float = SIMILAR,
+    closer_by: float = CLOSER_BY,
 ) -> list[ContradictionHit]:
     """The rubric's wrong claims that ``answer`` asserts in other words, one hit per claim (its closest clause).
 
@@ -178,6 +181,8 @@ def paraphrased_contradictions(
         right: what the rubric holds true, as texts (each is read clause by clause).
         question: the question's text; its words are never telling.
         skip: names of contradictions already found (by the clause reader); they are not looked for again.
+        similar: the least cosine between a clause and a phrasing (:data:`SIMILAR`).
+        closer_by: how much closer to the phrasing than to every right statement (:data:`CLOSER_BY`).
     """
     wanted = [c for c in contradictions if c.name not in skip]
     own = [
@@ -221,7 +226,7 @@ def paraphrased_contradictions(
         for j, (c, _) in enumerate(phrasings):
             sim = float(to_wrong[i, j])
             phrase_polarity, telling, numbers, ways, strong = asks[j]
-            if sim < SIMILAR or sim - float(to_right[i]) < CLOSER_BY or polarity != phrase_polarity:
+            if sim < similar or sim - float(to_right[i]) < closer_by or polarity != phrase_polarity:
                 continue
             if strong and played_down:
                 continue
