@@ -57,7 +57,7 @@ class DirectoryEncoder:
 
         self._model = SentenceTransformer(str(path), device="cpu")
         self._name = path.name
-        self._dim = int(self._model.get_sentence_embedding_dimension() or 0)
+        self._dim = int(self._model.get_embedding_dimension() or 0)
 
     @property
     def id(self) -> str:

@@ -38,7 +38,9 @@ order was tried as a further check and left out: on the dev split it dropped pas
 ("at the end of the epoch you average the weights") before it held back any right clause. Looser checks were
 tried on the dev split with the independent right answers beside it (tests/data/right) and left out, each
 trading right answers for wrong ones about one for one: a smaller margin for clauses very close to a phrasing,
-telling words matched by word-vector synonyms, stems sharing their first five letters. A hit is the clause
+telling words matched by word-vector synonyms, stems sharing their first five letters. Other encoders were
+compared over the same answers (``benchmarks/compare_paraphrase_encoders.py``): a five-times larger one
+(all-mpnet-base-v2) and MiniLM fine-tuned on the rubrics' phrasings lie on the same trade. A hit is the clause
 reader's :class:`ContradictionHit`, so the scorer caps on it and the interviewer challenges it, quoting the
 candidate's sentence.
 """
