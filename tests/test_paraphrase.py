@@ -108,9 +108,9 @@ def test_a_clause_close_to_a_wrong_claim_without_its_telling_words_is_not_taken_
 
 
 def test_a_clause_as_close_to_a_right_statement_as_to_the_claim_is_held_back_by_the_margin(bank) -> None:
-    """ "Batching makes each decode step proportionally slower" says the claim in its own telling words, but a
-    why step's right statement ("batch-1 decode roughly doubles ...") reads as close to it in vectors. The margin
-    (``closer_by``) holds it back; a reader run with no margin, as the encoder comparison does, takes it."""
+    """ "Batching makes each decode step proportionally slower" says the claim in its own telling words, but one
+    of the rubric's right statements ("batch-1 decode roughly doubles ...") reads as close to it in vectors. The
+    margin (``closer_by``) holds it back; with the margin lifted (a negative ``closer_by``) it is taken."""
     enc = TextEncoder(MiniLMEmbedder())
     q = bank.get("inference.batching.decode-bandwidth-bound")
     spec = RubricSpec.from_question(q)
