@@ -117,11 +117,11 @@ def main() -> int:
         counts = dict.fromkeys(KINDS, 0)
         for n, (qid, kind, text) in enumerate(items, 1):
             spec = specs.get(qid) or specs.setdefault(qid, RubricSpec.from_question(bank.get(qid)))
-            text = screen(text).text  # as the scorer reads it: requests to the grader removed
-            found = find_contradictions(text, spec.contradictions)
+            said = screen(text).text  # as the scorer reads it: requests to the grader removed
+            found = find_contradictions(said, spec.contradictions)
             found += paraphrased_contradictions(
                 enc,
-                text,
+                said,
                 spec.contradictions,
                 spec.right_statements(),
                 spec.question_text,
