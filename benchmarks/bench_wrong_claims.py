@@ -27,11 +27,10 @@ sys.path.insert(0, str(REPO))
 from interviewer.content import Bank, load_bank  # noqa: E402
 from interviewer.embeddings import MiniLMEmbedder  # noqa: E402
 from interviewer.scoring.scorer import RubricScorer  # noqa: E402
+from tests.support.right import SETS, right_answers  # noqa: E402
 from tests.support.traps import load_traps, question_split  # noqa: E402
 
 LABELS = ("strong", "partial", "wrong", "off_topic")
-RIGHT = REPO / "tests" / "data" / "right"
-RIGHT_SETS = ("answers.jsonl", "corrections.jsonl")
 
 
 def main() -> int:
@@ -82,13 +81,12 @@ def counts_right(
 ) -> dict[tuple[str, str], tuple[int, int]]:
     """Per set and split: (right answers read, those with a hit); each hit is printed and kept in ``hits``."""
     out: dict[tuple[str, str], tuple[int, int]] = {}
-    for name in RIGHT_SETS:
-        for line in (RIGHT / name).read_text(encoding="utf-8").splitlines():
-            row = json.loads(line)
-            qid, where = row["id"], question_split(row["id"])
+    for name in SETS:
+        for qid, text in right_answers(name).items():
+            where = question_split(qid)
             if split not in ("all", where):
                 continue
-            found = [(h.name, h.sentence) for h in scorer.wrong_claims(bank.get(qid), row["text"])]
+            found = [(h.name, h.sentence) for h in scorer.wrong_claims(bank.get(qid), text)]
             hits[f"{qid}|right:{name}"] = found
             for claim, sentence in found:
                 print(f"{qid} [{name}] {claim}: {sentence}")

@@ -10,16 +10,11 @@ said on its own, or it is dead weight the paraphrase reader still compares again
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
 
 from interviewer.scoring.claims import find_contradictions
+from tests.support.right import SETS, right_answers
 from tests.support.traps import load_traps
-
-RIGHT = Path(__file__).parent / "data" / "right"
-SETS = ("answers.jsonl", "corrections.jsonl")
 
 # (question, claim) pairs the scorer reads in an independent right answer today: each is a right sentence in a
 # wrong claim's words ("a multiple of 32 ... usually 128 or 256" for "1024 is always best"), the paraphrase
@@ -53,14 +48,6 @@ KNOWN_FALSE_READINGS_CORRECTIONS = {
     ("phone.hardware.mixed-precision-loss-scaling", "scaling prevents overflow"),
     ("phone.theory.softmax-cross-entropy-gradient", "gradient vanishes for confident mistakes"),
 }
-
-
-def right_answers(name: str = SETS[0]) -> dict[str, str]:
-    rows = [
-        json.loads(line) for line in (RIGHT / name).read_text(encoding="utf-8").splitlines() if line.strip()
-    ]
-    assert len({r["id"] for r in rows}) == len(rows), f"{name}: one answer per question"
-    return {r["id"]: r["text"] for r in rows}
 
 
 @pytest.mark.parametrize("name", SETS)
