@@ -26,7 +26,6 @@ each further grid point reuses the vectors.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -38,14 +37,13 @@ sys.path.insert(0, str(REPO))
 
 from interviewer.content import load_bank  # noqa: E402
 from interviewer.embeddings import Embedder, MiniLMEmbedder  # noqa: E402
-from interviewer.scoring.claims import find_contradictions  # noqa: E402
 from interviewer.scoring.coverage import TextEncoder  # noqa: E402
 from interviewer.scoring.guard import screen  # noqa: E402
-from interviewer.scoring.paraphrase import paraphrased_contradictions  # noqa: E402
 from interviewer.scoring.spec import RubricSpec  # noqa: E402
+from interviewer.scoring.stages import wrong_claims  # noqa: E402
+from tests.support.right import right_answers  # noqa: E402
 from tests.support.traps import load_traps, question_split  # noqa: E402
 
-RIGHT = REPO / "tests" / "data" / "right"
 KINDS = ("wrong", "partial", "strong", "off_topic", "right A", "right B")
 
 
@@ -82,15 +80,10 @@ def answers(held_out: bool) -> list[tuple[str, str, str]]:
         for label, text in trap.texts().items()
     ]
     if not held_out:
-        out += [(r["id"], "right A", r["text"]) for r in _rows("answers.jsonl")]
-    second = sorted(_rows("corrections.jsonl"), key=lambda r: r["id"])
+        out += [(qid, "right A", text) for qid, text in right_answers("answers.jsonl").items()]
+    second = sorted(right_answers("corrections.jsonl").items())
     quarters = [second[0::4]] if held_out else [second[1::4], second[2::4], second[3::4]]
-    return out + [(r["id"], "right B", r["text"]) for part in quarters for r in part]
-
-
-def _rows(name: str) -> list[dict[str, str]]:
-    lines = (RIGHT / name).read_text(encoding="utf-8").splitlines()
-    return [json.loads(line) for line in lines if line.strip()]
+    return out + [(qid, "right B", text) for part in quarters for qid, text in part]
 
 
 def main() -> int:
@@ -118,17 +111,7 @@ def main() -> int:
         for n, (qid, kind, text) in enumerate(items, 1):
             spec = specs.get(qid) or specs.setdefault(qid, RubricSpec.from_question(bank.get(qid)))
             said = screen(text).text  # as the scorer reads it: requests to the grader removed
-            found = find_contradictions(said, spec.contradictions)
-            found += paraphrased_contradictions(
-                enc,
-                said,
-                spec.contradictions,
-                spec.right_statements(),
-                spec.question_text,
-                [h.name for h in found],
-                similar=similar,
-                closer_by=closer_by,
-            )
+            found = wrong_claims(enc, spec, said, similar=similar, closer_by=closer_by)
             counts[kind] += bool(found)
             if n % 200 == 0:
                 print(f"  {similar:.2f} / {closer_by:.2f}: {n}/{len(items)} answers", flush=True)

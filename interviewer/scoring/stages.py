@@ -206,11 +206,21 @@ class Contradictions(Stage):
         return {h.sentence for h in self.hits if h.sentence}
 
 
-def wrong_claims(enc: TextEncoder, spec: RubricSpec, text: str) -> list[ContradictionHit]:
-    """The rubric's classic wrong claims in ``text``: in an authored phrasing, then in other words."""
+def wrong_claims(
+    enc: TextEncoder, spec: RubricSpec, text: str, **thresholds: float
+) -> list[ContradictionHit]:
+    """The rubric's classic wrong claims in ``text``: in an authored phrasing, then in other words.
+
+    ``thresholds`` (``similar``, ``closer_by``) replace the paraphrase reader's own, for comparing settings."""
     hits = find_contradictions(text, spec.contradictions)
     return hits + paraphrased_contradictions(
-        enc, text, spec.contradictions, spec.right_statements(), spec.question_text, [h.name for h in hits]
+        enc,
+        text,
+        spec.contradictions,
+        spec.right_statements(),
+        spec.question_text,
+        [h.name for h in hits],
+        **thresholds,
     )
 
 
